@@ -1,0 +1,100 @@
+package caskade
+
+import (
+	"path/filepath"
+	"time"
+
+	"github.com/caskade/caskade/internal/segment"
+)
+
+// hintWorker writes hint files for sealed data files.
+func (db *DB) hintWorker() {
+	defer db.bg.Done()
+	for {
+		select {
+		case id := <-db.hints:
+			db.writeHint(id)
+		case <-db.stop:
+			// Finish what is queued: each hint spares a scan at next open.
+			for {
+				select {
+				case id := <-db.hints:
+					db.writeHint(id)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// writeHint scans the sealed data file id and writes its hint file. A
+// failure only costs a scan at the next open, so it is logged, not returned.
+func (db *DB) writeHint(id uint32) {
+	path := filepath.Join(db.dir, segment.DataName(id))
+	b, err := segment.ReadAll(db.fs, path)
+	if err == nil {
+		var sr segment.ScanResult
+		sr, err = segment.ScanData(b, path, segment.ScanStrict, db.lim)
+		if err == nil {
+			err = segment.WriteHints(db.fs, db.dir, id, sr.Hints, sr.End)
+		}
+	}
+	if err != nil {
+		db.opts.Logger.Warn("caskade: cannot write hint file", "file", path, "err", err)
+	}
+}
+
+// Active expiry, as Redis does it: every period, sample keys that have a
+// TTL, drop the expired ones from memory, and repeat while more than a
+// quarter of a sample was expired. Expired keys are invisible to reads
+// anyway; this only keeps them from piling up in memory. Nothing is written:
+// the records on disk carry their expiry.
+const (
+	expirySample    = 20
+	expiryMaxRounds = 16
+)
+
+func (db *DB) expiryLoop() {
+	defer db.bg.Done()
+	t := time.NewTicker(db.opts.ExpiryPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-t.C:
+		}
+		for range expiryMaxRounds {
+			n, expired := db.expireSample()
+			if expired == 0 || expired*4 <= n {
+				break
+			}
+		}
+	}
+}
+
+// expireSample looks at up to expirySample keys with a TTL and forgets the
+// expired ones. It returns how many it looked at and how many expired.
+func (db *DB) expireSample() (sampled, expired int) {
+	now := db.nowMs()
+	var ops []op
+	db.mu.RLock()
+	for k := range db.expiring { // map order is randomised
+		if sampled == expirySample {
+			break
+		}
+		sampled++
+		e, ok := db.tree.Get([]byte(k))
+		if ok && e.Expired(now) {
+			ops = append(ops, op{kind: opForget, key: []byte(k), version: e.Version})
+		}
+	}
+	db.mu.RUnlock()
+	if len(ops) > 0 {
+		if _, err := db.commit(ops); err != nil {
+			return sampled, 0
+		}
+	}
+	return sampled, len(ops)
+}

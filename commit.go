@@ -1,0 +1,453 @@
+package caskade
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/caskade/caskade/internal/keydir"
+	"github.com/caskade/caskade/internal/record"
+	"github.com/caskade/caskade/internal/segment"
+)
+
+// opKind is the kind of one mutation of a commit.
+type opKind uint8
+
+const (
+	opSet         opKind = iota // key = value, with expiry
+	opDelete                    // delete key
+	opDeleteRange               // delete [key, value); nil value: to the end
+	opExpire                    // change key's expiry (0: persist); sets found
+	opForget                    // drop key from memory if it is at version and expired
+)
+
+// op is one mutation. Results (found) are written by the commit leader and
+// read by the caller after the commit returns.
+type op struct {
+	kind    opKind
+	key     []byte
+	value   []byte
+	expiry  int64         // absolute, Unix milliseconds; 0 for none
+	version uint64        // opForget
+	ttl     time.Duration // Batch.SetWithTTL, made absolute by DB.Write
+	found   bool
+}
+
+// commitReq is one commit: its ops become one batch with one version.
+type commitReq struct {
+	ops     []op
+	version uint64
+	done    chan error
+}
+
+var reqPool = sync.Pool{New: func() any { return &commitReq{done: make(chan error, 1)} }}
+
+// errLead tells a waiting committer that it is now the leader.
+var errLead = errors.New("caskade: lead the next group")
+
+// apply is one change to the key directory that a group makes after its
+// records are written.
+type apply struct {
+	key     []byte
+	del     bool  // remove the key (tombstone or forget)
+	rel     int64 // offset of the record from the start of the group's buffer; -1: no record
+	size    int64 // record size
+	valLen  uint32
+	version uint64
+	expiry  int64
+}
+
+// commit runs ops as one atomic batch and returns its version (0 if the
+// batch changed nothing). It blocks until the batch is applied and, under
+// SyncAlways, durable. Concurrent callers are grouped: one of them, the
+// leader, writes every queued batch with one write and one fsync.
+func (db *DB) commit(ops []op) (uint64, error) {
+	if db.opts.ReadOnly {
+		return 0, ErrReadOnly
+	}
+	req := reqPool.Get().(*commitReq)
+	req.ops, req.version = ops, 0
+	defer func() {
+		req.ops = nil
+		reqPool.Put(req)
+	}()
+	db.cmu.Lock()
+	if db.closed {
+		db.cmu.Unlock()
+		return 0, ErrClosed
+	}
+	if db.writeErr != nil {
+		err := db.writeErr
+		db.cmu.Unlock()
+		return 0, err
+	}
+	db.queue = append(db.queue, req)
+	if db.leading {
+		db.cmu.Unlock()
+		if err := <-req.done; err != errLead {
+			return req.version, err
+		}
+		db.cmu.Lock()
+	}
+	db.leading = true
+	group := db.queue
+	db.queue = db.spare[:0]
+	db.cmu.Unlock()
+
+	db.runGroup(group)
+
+	db.cmu.Lock()
+	clear(group)
+	db.spare = group[:0]
+	if len(db.queue) > 0 {
+		// Hand the lead to the oldest waiter so that no caller waits for
+		// more than one group besides its own.
+		db.queue[0].done <- errLead
+	} else {
+		db.leading = false
+		db.idle.Broadcast()
+	}
+	db.cmu.Unlock()
+	err := <-req.done
+	return req.version, err
+}
+
+// runGroup evaluates, writes, syncs and applies a group of commits, then
+// answers each of them on its done channel.
+func (db *DB) runGroup(group []*commitReq) {
+	db.cmu.Lock()
+	stopped := db.writeErr
+	db.cmu.Unlock()
+	if stopped != nil {
+		for _, r := range group {
+			r.done <- stopped
+		}
+		return
+	}
+	now := db.nowMs()
+	buf := db.wbuf[:0]
+	applies := db.applies[:0]
+	var overlay map[string]int // key -> index in applies of its newest change
+	if len(group) > 1 || len(group[0].ops) > 1 {
+		overlay = map[string]int{}
+	}
+	ver := db.lastVer
+
+	db.mu.RLock()
+	lookup := func(key []byte) (keydir.Entry, bool) {
+		if overlay != nil {
+			if i, ok := overlay[string(key)]; ok {
+				a := applies[i]
+				if a.del {
+					return keydir.Entry{}, false
+				}
+				return keydir.Entry{ValLen: a.valLen, Version: a.version, Expiry: a.expiry, Offset: -1 - int64(i)}, true
+			}
+		}
+		e, ok := db.tree.Get(key)
+		if ok && e.Expired(now) {
+			return e, false
+		}
+		return e, ok
+	}
+	var readErr error
+	for _, r := range group {
+		v := ver + 1
+		last := -1
+		put := func(a apply, kind record.Kind, value []byte) {
+			last = len(buf)
+			a.rel = int64(len(buf))
+			buf = record.AppendRecord(buf, kind, false, v, a.expiry, a.key, value)
+			a.size = int64(len(buf) - last)
+			a.version = v
+			applies = append(applies, a)
+			if overlay != nil {
+				overlay[string(a.key)] = len(applies) - 1
+			}
+		}
+		for i := range r.ops {
+			o := &r.ops[i]
+			switch o.kind {
+			case opSet:
+				put(apply{key: o.key, valLen: uint32(len(o.value)), expiry: o.expiry}, record.KindPut, o.value)
+			case opDelete:
+				_, live := lookup(o.key)
+				o.found = live
+				if live {
+					put(apply{key: o.key, del: true}, record.KindDelete, nil)
+				} else if _, inTree := db.tree.Get(o.key); inTree {
+					applies = append(applies, apply{key: o.key, del: true, rel: -1})
+				}
+			case opDeleteRange:
+				for _, k := range db.keysInRange(o.key, o.value, overlay, applies) {
+					if _, live := lookup(k); live {
+						put(apply{key: k, del: true}, record.KindDelete, nil)
+					}
+				}
+			case opExpire:
+				e, live := lookup(o.key)
+				o.found = live
+				if !live {
+					break
+				}
+				if o.expiry != 0 && o.expiry <= now {
+					put(apply{key: o.key, del: true}, record.KindDelete, nil)
+					break
+				}
+				val, err := db.valueFor(o.key, e, applies, buf)
+				if err != nil {
+					readErr = err
+					break
+				}
+				put(apply{key: o.key, valLen: e.ValLen, expiry: o.expiry}, record.KindPut, val)
+			case opForget:
+				if overlay != nil {
+					if _, changed := overlay[string(o.key)]; changed {
+						break
+					}
+				}
+				if e, ok := db.tree.Get(o.key); ok && e.Version == o.version && e.Expired(now) {
+					applies = append(applies, apply{key: o.key, del: true, rel: -1})
+				}
+			}
+		}
+		if last >= 0 {
+			record.SetCommit(buf[last:])
+			ver = v
+			r.version = v
+		}
+	}
+	db.mu.RUnlock()
+
+	var err error
+	if readErr != nil {
+		err = readErr
+	} else if len(buf) > 0 {
+		err = db.writeGroup(buf, applies)
+	}
+	if err == nil {
+		db.lastVer = ver
+		db.applyGroup(applies, ver)
+	} else {
+		for _, r := range group {
+			r.version = 0
+		}
+	}
+	for i := range applies {
+		applies[i] = apply{}
+	}
+	if cap(buf) <= 4<<20 {
+		db.wbuf = buf[:0]
+	} else {
+		db.wbuf = nil
+	}
+	db.applies = applies[:0]
+	for _, r := range group {
+		r.done <- err
+	}
+}
+
+// keysInRange lists the keys in [begin, end) in the tree and in this group's
+// earlier changes.
+func (db *DB) keysInRange(begin, end []byte, overlay map[string]int, applies []apply) [][]byte {
+	var keys [][]byte
+	it := db.tree.Iter()
+	defer it.Release()
+	for ok := it.Seek(begin); ok; ok = it.Next() {
+		k := it.Key()
+		if end != nil && k >= string(end) {
+			break
+		}
+		keys = append(keys, []byte(k))
+	}
+	for k, i := range overlay {
+		if !applies[i].del && k >= string(begin) && (end == nil || k < string(end)) {
+			if _, inTree := db.tree.Get([]byte(k)); !inTree {
+				keys = append(keys, []byte(k))
+			}
+		}
+	}
+	return keys
+}
+
+// valueFor returns the current value of key, from this group's buffer if an
+// earlier commit of the group wrote it.
+func (db *DB) valueFor(key []byte, e keydir.Entry, applies []apply, buf []byte) ([]byte, error) {
+	if e.Offset < 0 {
+		a := applies[-1-e.Offset]
+		r, err := record.Decode(buf[a.rel:], db.lim)
+		if err != nil {
+			return nil, err
+		}
+		return bytes.Clone(r.Value), nil
+	}
+	return db.readValue(key, e)
+}
+
+// writeGroup appends a group's records to the active data file (starting a
+// new one if needed) and syncs them under SyncAlways. It turns the applies'
+// relative offsets into file offsets.
+func (db *DB) writeGroup(buf []byte, applies []apply) error {
+	f, err := db.activeFor(int64(len(buf)))
+	if err != nil {
+		return err
+	}
+	base, err := f.Append(buf)
+	if err != nil {
+		if errors.Is(err, syscall.ENOSPC) && !errors.Is(err, segment.ErrTruncateFailed) {
+			// Nothing was written and nothing acknowledged: refuse this
+			// write and take the next one once there is room again.
+			return fmt.Errorf("caskade: write %s: %w", f.Path, err)
+		}
+		return db.stopWrites(fmt.Errorf("write %s: %w", f.Path, err))
+	}
+	if db.opts.Sync == SyncAlways {
+		if err := f.Sync(); err != nil {
+			return db.stopWrites(fmt.Errorf("sync %s: %w", f.Path, err))
+		}
+	} else {
+		db.dirty.Store(true)
+	}
+	for i := range applies {
+		if applies[i].rel >= 0 {
+			applies[i].rel += base
+		}
+	}
+	return nil
+}
+
+// activeFor returns the file the next n bytes go to, sealing the active one
+// and starting another when it would grow past MaxFileSize.
+func (db *DB) activeFor(n int64) (*segment.File, error) {
+	f := db.active.Load()
+	if f != nil && (f.Size() == record.FileHeaderSize || f.Size()+n <= db.opts.MaxFileSize) {
+		return f, nil
+	}
+	if f != nil {
+		// Seal: make it durable whatever the policy, so that only the newest
+		// file can ever have a torn tail.
+		if err := f.Sync(); err != nil {
+			return nil, db.stopWrites(fmt.Errorf("sync %s: %w", f.Path, err))
+		}
+		select {
+		case db.hints <- f.ID:
+		default:
+			db.opts.Logger.Warn("caskade: hint queue full; the file will be scanned at next open", "file", f.Path)
+		}
+	}
+	nf, err := segment.Create(db.fs, db.dir, db.nextID)
+	if err != nil {
+		return nil, fmt.Errorf("caskade: create data file: %w", err)
+	}
+	db.nextID++
+	db.mu.Lock()
+	db.files[nf.ID] = nf
+	db.fstats[nf.ID] = &fileStat{}
+	db.mu.Unlock()
+	db.active.Store(nf)
+	return nf, nil
+}
+
+// stopWrites records err as the reason writes stop and returns the error
+// callers see.
+func (db *DB) stopWrites(err error) error {
+	werr := fmt.Errorf("%w: %w", ErrWritesStopped, err)
+	db.cmu.Lock()
+	if db.writeErr == nil {
+		db.writeErr = werr
+		db.opts.Logger.Error("caskade: writes stopped", "err", err)
+	} else {
+		werr = db.writeErr
+	}
+	db.cmu.Unlock()
+	return werr
+}
+
+// applyGroup makes a written group visible.
+func (db *DB) applyGroup(applies []apply, ver uint64) {
+	f := db.active.Load()
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for _, a := range applies {
+		if a.rel >= 0 && a.del {
+			// The tombstone itself is dead weight until merge drops it.
+			db.fstats[f.ID].dead += a.size
+		}
+		var old keydir.Entry
+		var had bool
+		if a.del {
+			old, had = db.tree.Delete(a.key)
+			if had && old.Expiry != 0 {
+				delete(db.expiring, string(a.key))
+			}
+		} else {
+			ks := string(a.key)
+			e := keydir.Entry{FileID: f.ID, ValLen: a.valLen, Offset: a.rel, Version: a.version, Expiry: a.expiry}
+			old, had = db.tree.SetString(ks, e)
+			st := db.fstats[f.ID]
+			st.live += a.size
+			st.liveKeys++
+			if a.expiry != 0 {
+				db.expiring[ks] = struct{}{}
+			} else if had && old.Expiry != 0 {
+				delete(db.expiring, ks)
+			}
+		}
+		if had {
+			if st := db.fstats[old.FileID]; st != nil {
+				size := record.HeaderSize + int64(len(a.key)) + int64(old.ValLen)
+				st.live -= size
+				st.dead += size
+				st.liveKeys--
+			}
+		}
+	}
+	if ver > db.version {
+		db.version = ver
+	}
+}
+
+// syncLoop fsyncs the active file every SyncInterval under SyncEverySec.
+func (db *DB) syncLoop() {
+	defer db.bg.Done()
+	t := time.NewTicker(db.opts.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-t.C:
+		}
+		if !db.dirty.Swap(false) {
+			continue
+		}
+		if f := db.active.Load(); f != nil {
+			if err := f.Sync(); err != nil {
+				db.stopWrites(fmt.Errorf("background sync %s: %w", f.Path, err))
+				return
+			}
+		}
+	}
+}
+
+// Sync makes every acknowledged write durable now, whatever the policy.
+func (db *DB) Sync() error {
+	if db.opts.ReadOnly {
+		return nil
+	}
+	db.cmu.Lock()
+	err := db.writeErr
+	db.cmu.Unlock()
+	if err != nil {
+		return err
+	}
+	if f := db.active.Load(); f != nil {
+		if err := f.Sync(); err != nil {
+			return db.stopWrites(fmt.Errorf("sync %s: %w", f.Path, err))
+		}
+	}
+	return nil
+}

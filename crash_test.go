@@ -1,0 +1,376 @@
+package caskade
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/caskade/caskade/internal/segment"
+	"github.com/caskade/caskade/vfs"
+	"github.com/caskade/caskade/vfs/errorfs"
+)
+
+// crashWorkload runs a deterministic mix of sets, deletes and batches under
+// SyncAlways until the file system dies. It returns the acknowledged state
+// and, if an operation failed, the state that operation would have made:
+// after a crash the database must hold exactly one of the two.
+func crashWorkload(db *DB, seed uint64, ops int) (acked, inDoubt map[string]string) {
+	r := rand.New(rand.NewPCG(seed, 2))
+	acked = map[string]string{}
+	val := func(i int) string {
+		// Values of varied sizes, some spanning several 512-byte sectors.
+		return fmt.Sprintf("v%d-", i) + string(bytes.Repeat([]byte{byte('a' + i%26)}, r.IntN(1200)))
+	}
+	for i := range ops {
+		next := maps.Clone(acked)
+		var err error
+		switch n := r.IntN(10); {
+		case n < 5:
+			k, v := fmt.Sprintf("k%02d", r.IntN(40)), val(i)
+			next[k] = v
+			err = db.Set([]byte(k), []byte(v))
+		case n < 7:
+			k := fmt.Sprintf("k%02d", r.IntN(40))
+			delete(next, k)
+			err = db.Delete([]byte(k))
+		default:
+			var b Batch
+			for j := range 2 + r.IntN(5) {
+				k := fmt.Sprintf("k%02d", r.IntN(40))
+				if r.IntN(4) == 0 {
+					b.Delete([]byte(k))
+					delete(next, k)
+				} else {
+					v := val(i*10 + j)
+					b.Set([]byte(k), []byte(v))
+					next[k] = v
+				}
+			}
+			err = db.Write(&b)
+		}
+		if err != nil {
+			return acked, next
+		}
+		acked = next
+	}
+	return acked, nil
+}
+
+// contents reads every pair through an iterator and every key through Get.
+func contents(t *testing.T, db *DB) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	it, err := db.NewIterator(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		got[string(it.Key())] = string(it.Value())
+		if it.Err() != nil {
+			t.Fatalf("iterator: %v", it.Err())
+		}
+		v, err := db.Get(it.Key())
+		if err != nil || !bytes.Equal(v, it.Value()) {
+			t.Fatalf("get %q disagrees with the iterator: %v", it.Key(), err)
+		}
+	}
+	return got
+}
+
+// TestCrashAtEveryWrite crashes the file system at every k-th mutating
+// operation of a workload (writes, syncs, creates, renames), optionally
+// tearing unsynced appends, and checks that every acknowledged write
+// survives, no batch is half applied and no value is partial.
+func TestCrashAtEveryWrite(t *testing.T) {
+	seed := testSeed(t)
+	const ops = 40
+	opts := func(fs vfs.FS) *Options {
+		return &Options{FS: fs, ExpiryPeriod: -1, MaxFileSize: 4 << 10}
+	}
+	// Measure the workload once.
+	fs := vfs.NewMem()
+	db, err := Open("/db", opts(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashWorkload(db, seed, ops)
+	db.Close()
+	total := fs.MutatingOps()
+	step := 1
+	if testing.Short() {
+		step = 7
+	}
+	for k := 0; k < total; k += step {
+		for _, tear := range []bool{false, true} {
+			fs := vfs.NewMem()
+			fs.SetCrashAfter(k)
+			db, err := Open("/db", opts(fs))
+			var acked, inDoubt map[string]string
+			if err == nil {
+				acked, inDoubt = crashWorkload(db, seed, ops)
+				db.Close()
+			} else {
+				acked = map[string]string{}
+			}
+			after := fs.Crash(vfs.CrashOptions{Tear: tear, Rand: rand.New(rand.NewPCG(seed, uint64(k)))})
+			db2, err := Open("/db", opts(after))
+			if err != nil {
+				t.Fatalf("crash at op %d (tear %v): reopen: %v", k, tear, err)
+			}
+			got := contents(t, db2)
+			if !maps.Equal(got, acked) && (inDoubt == nil || !maps.Equal(got, inDoubt)) {
+				t.Fatalf("crash at op %d (tear %v): %d keys after recovery; want the %d acknowledged (or %d with the write in doubt)",
+					k, tear, len(got), len(acked), len(inDoubt))
+			}
+			// The recovered database takes writes again.
+			if err := db2.Set([]byte("after"), []byte("crash")); err != nil {
+				t.Fatalf("crash at op %d: write after recovery: %v", k, err)
+			}
+			db2.Close()
+		}
+	}
+	t.Logf("crashed at %d points of %d operations", (total+step-1)/step, total)
+}
+
+// buildDB writes n keys k000.. with distinct values under SyncAlways into a
+// fresh memory FS and closes it, leaving one data file and its hint.
+func buildDB(t *testing.T, n int) *vfs.MemFS {
+	t.Helper()
+	fs := vfs.NewMem()
+	db, err := Open("/db", &Options{FS: fs, ExpiryPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := db.Set(fmt.Appendf(nil, "k%03d", i), fmt.Appendf(nil, "value-%03d-%s", i, bytes.Repeat([]byte("x"), i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func rewrite(t *testing.T, fs vfs.FS, path string, fn func([]byte) []byte) {
+	t.Helper()
+	b, err := segment.ReadAll(fs, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = fn(b)
+	f, err := fs.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(b, 0)
+	f.Sync()
+	f.Close()
+}
+
+// TestTruncationSweep cuts the newest data file at every byte offset within
+// its last records: Open must succeed, keep every record that ends before
+// the cut, drop the rest, and report the dropped bytes.
+func TestTruncationSweep(t *testing.T) {
+	const n = 12
+	base := buildDB(t, n)
+	data := filepath.Join("/db", segment.DataName(1))
+	b, _ := segment.ReadAll(base, data)
+	size := len(b)
+	// Record i has 29 + 4 + len(value) bytes.
+	recEnd := make([]int, n)
+	off := 16
+	for i := range n {
+		off += 29 + 4 + len(fmt.Sprintf("value-%03d-", i)) + i
+		recEnd[i] = off
+	}
+	if off != size {
+		t.Fatalf("layout: computed %d bytes, file has %d", off, size)
+	}
+	for cut := recEnd[n-5]; cut < size; cut++ {
+		fs := base.Crash(vfs.CrashOptions{})
+		fs.Remove(filepath.Join("/db", segment.HintName(1)))
+		rewrite(t, fs, data, func(b []byte) []byte { return b[:cut] })
+		db, err := Open("/db", &Options{FS: fs, ExpiryPeriod: -1})
+		if err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		got := contents(t, db)
+		for i := range n {
+			k := fmt.Sprintf("k%03d", i)
+			v, ok := got[k]
+			if recEnd[i] <= cut {
+				if want := fmt.Sprintf("value-%03d-%s", i, bytes.Repeat([]byte("x"), i)); v != want {
+					t.Fatalf("cut at %d: %s = %q, want %q", cut, k, v, want)
+				}
+			} else if ok {
+				t.Fatalf("cut at %d: %s survived a cut inside it", cut, k)
+			}
+		}
+		last := 0
+		for _, e := range recEnd {
+			if e <= cut {
+				last = e
+			}
+		}
+		if st := db.Stats(); st.Recovery.TornBytes != int64(cut-last) {
+			t.Fatalf("cut at %d: torn bytes %d, want %d", cut, st.Recovery.TornBytes, cut-last)
+		}
+		db.Close()
+	}
+}
+
+// TestBitFlipSweep flips every bit of the last records of the newest data
+// file and of an older, sealed one. Every flip must be detected: Open fails
+// with ErrCorrupt, or reports a torn tail, or the damaged value's Get fails
+// with ErrCorrupt. No read ever returns a wrong value.
+func TestBitFlipSweep(t *testing.T) {
+	const n = 6
+	base := buildDB(t, n)
+	// A second session makes file 1 sealed and file 2 the newest.
+	db, err := Open("/db", &Options{FS: base, ExpiryPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := n; i < 2*n; i++ {
+		db.Set(fmt.Appendf(nil, "k%03d", i), fmt.Appendf(nil, "value-%03d-%s", i, bytes.Repeat([]byte("x"), i)))
+	}
+	db.Close()
+	want := func(i int) string { return fmt.Sprintf("value-%03d-%s", i, bytes.Repeat([]byte("x"), i)) }
+	for _, id := range []uint32{1, 2} {
+		for _, useHint := range []bool{false, true} {
+			data := filepath.Join("/db", segment.DataName(id))
+			b, _ := segment.ReadAll(base, data)
+			from := len(b) - 120
+			if !useHint {
+				from = 0
+			}
+			for bit := from * 8; bit < len(b)*8; bit++ {
+				fs := base.Crash(vfs.CrashOptions{})
+				if !useHint {
+					fs.Remove(filepath.Join("/db", segment.HintName(id)))
+				}
+				rewrite(t, fs, data, func(b []byte) []byte { b[bit/8] ^= 1 << (bit % 8); return b })
+				db, err := Open("/db", &Options{FS: fs, ExpiryPeriod: -1, ReadOnly: true})
+				if err != nil {
+					if !errors.Is(err, ErrCorrupt) {
+						t.Fatalf("file %d bit %d: open: %v, want ErrCorrupt", id, bit, err)
+					}
+					var ce *CorruptionError
+					if !errors.As(err, &ce) || ce.Path != data {
+						t.Fatalf("file %d bit %d: error does not name the file: %v", id, bit, err)
+					}
+					continue
+				}
+				detected := db.Stats().Recovery.TornBytes > 0
+				for i := range 2 * n {
+					v, err := db.Get(fmt.Appendf(nil, "k%03d", i))
+					switch {
+					case err == nil && string(v) != want(i):
+						t.Fatalf("file %d bit %d: k%03d = %q, want %q", id, bit, i, v, want(i))
+					case errors.Is(err, ErrCorrupt):
+						detected = true
+					case errors.Is(err, ErrNotFound):
+						if !detected {
+							t.Fatalf("file %d bit %d: k%03d lost without a report", id, bit, i)
+						}
+					case err != nil:
+						t.Fatalf("file %d bit %d: k%03d: %v", id, bit, i, err)
+					}
+				}
+				if !detected {
+					t.Fatalf("file %d bit %d (hint %v): flip not detected", id, bit, useHint)
+				}
+				db.Close()
+			}
+		}
+	}
+}
+
+func TestSalvage(t *testing.T) {
+	base := buildDB(t, 10)
+	db, _ := Open("/db", &Options{FS: base, ExpiryPeriod: -1})
+	db.Set([]byte("later"), []byte("v"))
+	db.Close()
+	data := filepath.Join("/db", segment.DataName(1))
+	base.Remove(filepath.Join("/db", segment.HintName(1)))
+	// Damage the third record of the sealed file.
+	rewrite(t, base, data, func(b []byte) []byte { b[16+2*(33+10)+40] ^= 0xff; return b })
+	if _, err := Open("/db", &Options{FS: base, ExpiryPeriod: -1}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("open of damaged sealed file: %v", err)
+	}
+	db, err := Open("/db", &Options{FS: base, ExpiryPeriod: -1, Salvage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	got := contents(t, db)
+	if _, ok := got["k002"]; ok || len(got) != 10 || got["later"] != "v" {
+		t.Fatalf("salvaged %d keys: %v", len(got), got)
+	}
+	if db.Stats().Recovery.Salvaged != 1 {
+		t.Fatalf("salvaged ranges: %d", db.Stats().Recovery.Salvaged)
+	}
+}
+
+func TestFsyncErrorStopsWrites(t *testing.T) {
+	efs := errorfs.New(vfs.NewMem())
+	db, err := Open("/db", &Options{FS: efs, ExpiryPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Set([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	efs.Inject(errorfs.OpSync, syscall.EIO)
+	err = db.Set([]byte("b"), []byte("2"))
+	if !errors.Is(err, ErrWritesStopped) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("set with failing fsync: %v", err)
+	}
+	mustMiss(t, db, "b") // never acknowledged, never visible
+	efs.Reset()
+	err = db.Set([]byte("c"), []byte("3"))
+	if !errors.Is(err, ErrWritesStopped) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("set after fsync failure: %v", err)
+	}
+	mustGet(t, db, "a", "1") // reads go on
+	if st := db.Stats(); !errors.Is(st.WriteError, syscall.EIO) {
+		t.Fatalf("stats write error: %v", st.WriteError)
+	}
+}
+
+func TestENOSPCRecovers(t *testing.T) {
+	mem := vfs.NewMem()
+	efs := errorfs.New(mem)
+	db, err := Open("/db", &Options{FS: efs, ExpiryPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	efs.SetSpace(40) // less than the next record
+	err = db.Set([]byte("big"), bytes.Repeat([]byte("x"), 100))
+	if !errors.Is(err, syscall.ENOSPC) || errors.Is(err, ErrWritesStopped) {
+		t.Fatalf("set without space: %v", err)
+	}
+	mustMiss(t, db, "big")
+	efs.SetSpace(-1)
+	if err := db.Set([]byte("b"), []byte("2")); err != nil {
+		t.Fatalf("set after space returned: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, "/db", &Options{FS: mem.Crash(vfs.CrashOptions{}), ExpiryPeriod: -1})
+	mustGet(t, db, "a", "1")
+	mustGet(t, db, "b", "2")
+	mustMiss(t, db, "big")
+}

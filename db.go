@@ -1,0 +1,483 @@
+package caskade
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caskade/caskade/internal/keydir"
+	"github.com/caskade/caskade/internal/record"
+	"github.com/caskade/caskade/internal/segment"
+	"github.com/caskade/caskade/vfs"
+)
+
+// LockFileName is the name of the lock file in a database directory.
+const LockFileName = "LOCK"
+
+// DB is an open database. It is safe for concurrent use.
+type DB struct {
+	opts Options
+	dir  string
+	fs   vfs.FS
+	lock io.Closer
+	lim  record.Limits
+
+	// mu guards the fields below it. The commit leader reads tree without
+	// holding mu for writing, because it is the only goroutine that changes
+	// it; it takes mu for writing to apply a group.
+	mu        sync.RWMutex
+	tree      *keydir.Tree
+	files     map[uint32]*segment.File
+	fstats    map[uint32]*fileStat
+	expiring  map[string]struct{}
+	version   uint64       // newest committed, visible version
+	snap      *keydir.Tree // clone of tree at snapVer, shared by snapshots
+	snapVer   uint64
+	snapshots int // open snapshots and iterators
+	recovery  RecoveryStats
+
+	// cmu guards the commit queue and the state of the write path.
+	cmu      sync.Mutex
+	idle     *sync.Cond // signalled when leading turns false
+	queue    []*commitReq
+	spare    []*commitReq
+	leading  bool
+	closed   bool
+	writeErr error // sticky: see ErrWritesStopped
+
+	// Owned by the commit leader.
+	active  atomic.Pointer[segment.File]
+	nextID  uint32
+	lastVer uint64
+	wbuf    []byte
+	applies []apply
+	sealed  []uint32 // sealed files waiting for a hint file
+
+	dirty atomic.Bool // unsynced appends (SyncEverySec, SyncNone)
+	stop  chan struct{}
+	bg    sync.WaitGroup
+	hints chan uint32
+}
+
+type fileStat struct {
+	live, dead int64 // record bytes
+	liveKeys   int
+}
+
+// RecoveryStats describes what Open found.
+type RecoveryStats struct {
+	Files      int           // data files read
+	FromHints  int           // of which through their hint files
+	TornBytes  int64         // bytes cut from the tail of the newest file
+	Salvaged   int           // damaged ranges skipped under Options.Salvage
+	Duration   time.Duration // time Open spent reading files
+	MaxVersion uint64        // newest commit version found
+}
+
+// Open opens (creating if needed) the database in dir. It takes an
+// exclusive lock on the directory before reading anything, then rebuilds
+// the key directory from hint files where they are present and valid and
+// from the data files otherwise, reading files in parallel. A torn tail of
+// the newest data file is cut off; damage anywhere else fails Open with a
+// *CorruptionError unless opts.Salvage is set.
+func Open(dir string, opts *Options) (*DB, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
+	db := &DB{
+		opts:     o,
+		dir:      dir,
+		fs:       o.FS,
+		lim:      record.Limits{MaxKey: uint32(o.MaxKeySize), MaxValue: uint32(o.MaxValueSize)},
+		tree:     keydir.New(),
+		files:    map[uint32]*segment.File{},
+		fstats:   map[uint32]*fileStat{},
+		expiring: map[string]struct{}{},
+		stop:     make(chan struct{}),
+		hints:    make(chan uint32, 64),
+		nextID:   1,
+	}
+	db.idle = sync.NewCond(&db.cmu)
+	if !o.ReadOnly {
+		if err := db.fs.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("caskade: create %s: %w", dir, err)
+		}
+	}
+	if err := db.takeLock(); err != nil {
+		return nil, err
+	}
+	if err := db.recover(); err != nil {
+		db.closeFiles()
+		if db.lock != nil {
+			db.lock.Close()
+		}
+		return nil, err
+	}
+	db.lastVer = db.version
+	if !o.ReadOnly {
+		db.bg.Add(1)
+		go db.hintWorker()
+		for _, id := range db.sealed {
+			db.hints <- id
+		}
+		db.sealed = nil
+		if o.Sync == SyncEverySec {
+			db.bg.Add(1)
+			go db.syncLoop()
+		}
+		if o.ExpiryPeriod > 0 {
+			db.bg.Add(1)
+			go db.expiryLoop()
+		}
+	}
+	return db, nil
+}
+
+func (db *DB) takeLock() error {
+	path := filepath.Join(db.dir, LockFileName)
+	if db.opts.ReadOnly {
+		// A read-only open writes nothing, so it cannot create the lock
+		// file; it takes the lock only where a writer made one.
+		if _, err := db.fs.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+	}
+	l, err := db.fs.Lock(path)
+	if err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			return fmt.Errorf("%w: %s: %w", ErrLocked, db.dir, err)
+		}
+		return fmt.Errorf("caskade: lock %s: %w", path, err)
+	}
+	db.lock = l
+	return nil
+}
+
+// fileResult is what recovery learned from one data file.
+type fileResult struct {
+	id       uint32
+	hints    []record.Hint // keys alias keys
+	keys     []byte
+	size     int64 // valid length
+	maxVer   uint64
+	torn     int64
+	damage   []segment.Damage
+	fromHint bool
+	removed  bool // an empty newest file that was deleted
+	err      error
+}
+
+func (db *DB) recover() error {
+	start := time.Now()
+	names, err := db.fs.List(db.dir)
+	if err != nil {
+		if db.opts.ReadOnly && errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("caskade: list %s: %w", db.dir, err)
+	}
+	var ids []uint32
+	hasHint := map[uint32]bool{}
+	for _, name := range names {
+		id, kind := segment.Parse(name)
+		switch kind {
+		case segment.KindData:
+			ids = append(ids, id)
+		case segment.KindHint:
+			hasHint[id] = true
+		case segment.KindTemp:
+			if !db.opts.ReadOnly {
+				// A hint file that was being written when the process died.
+				if err := db.fs.Remove(filepath.Join(db.dir, name)); err != nil {
+					return fmt.Errorf("caskade: remove %s: %w", name, err)
+				}
+			}
+		}
+	}
+	slices.Sort(ids)
+	if len(ids) > 0 {
+		db.nextID = ids[len(ids)-1] + 1
+	}
+
+	// Workers read files in parallel, in id order; the key directory is
+	// built in id order as results arrive. Tokens bound how far workers run
+	// ahead of the builder, and so the memory held in results.
+	workers := min(db.opts.RecoveryWorkers, max(len(ids), 1))
+	results := make([]chan fileResult, len(ids))
+	for i := range results {
+		results[i] = make(chan fileResult, 1)
+	}
+	next := make(chan int)
+	tokens := make(chan struct{}, 2*workers)
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				results[i] <- db.recoverFile(ids[i], i == len(ids)-1, hasHint[ids[i]])
+			}
+		})
+	}
+	go func() {
+		defer close(next)
+		for i := range ids {
+			select {
+			case tokens <- struct{}{}:
+			case <-quit:
+				return
+			}
+			select {
+			case next <- i:
+			case <-quit:
+				return
+			}
+		}
+	}()
+	var firstErr error
+	for i := range ids {
+		r := <-results[i]
+		<-tokens
+		if r.err != nil {
+			firstErr = r.err
+			break
+		}
+		db.applyRecovered(r)
+	}
+	close(quit)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	db.finishRecovery()
+	db.recovery.Duration = time.Since(start)
+	if db.recovery.Files > 0 {
+		db.opts.Logger.Info("caskade: recovered", "dir", db.dir, "files", db.recovery.Files,
+			"from_hints", db.recovery.FromHints, "keys", db.tree.Len(), "duration", db.recovery.Duration)
+	}
+	return nil
+}
+
+// recoverFile reads one data file through its hint file if that is valid,
+// by scanning it otherwise; it cuts a torn tail of the newest file and
+// writes a missing hint file (unless read-only or damaged).
+func (db *DB) recoverFile(id uint32, newest, hasHint bool) fileResult {
+	res := fileResult{id: id}
+	dataPath := filepath.Join(db.dir, segment.DataName(id))
+	st, err := db.fs.Stat(dataPath)
+	if err != nil {
+		res.err = fmt.Errorf("caskade: stat %s: %w", dataPath, err)
+		return res
+	}
+	if hasHint {
+		hintPath := filepath.Join(db.dir, segment.HintName(id))
+		b, err := segment.ReadAll(db.fs, hintPath)
+		if err == nil {
+			var hints []record.Hint
+			hints, res.maxVer, err = segment.ReadHints(b, st.Size(), db.lim)
+			if err == nil {
+				res.hints, res.keys, res.size, res.fromHint = hints, b, st.Size(), true
+				return res
+			}
+		}
+		db.opts.Logger.Warn("caskade: ignoring hint file, scanning the data file", "hint", hintPath, "err", err)
+	}
+	b, err := segment.ReadAll(db.fs, dataPath)
+	if err != nil {
+		res.err = fmt.Errorf("caskade: read %s: %w", dataPath, err)
+		return res
+	}
+	mode := segment.ScanStrict
+	switch {
+	case db.opts.Salvage:
+		mode = segment.ScanSalvage
+	case newest:
+		mode = segment.ScanTail
+	}
+	sr, err := segment.ScanData(b, dataPath, mode, db.lim)
+	if err != nil {
+		var ce *segment.CorruptError
+		if errors.As(err, &ce) {
+			res.err = &CorruptionError{Path: ce.Path, Offset: ce.Offset, Err: ce.Err}
+		} else {
+			res.err = err
+		}
+		return res
+	}
+	res.maxVer, res.torn, res.damage, res.size = sr.MaxVersion, sr.Torn, sr.Damage, sr.End
+	if len(sr.Damage) > 0 {
+		res.size = int64(len(b))
+	}
+	// Copy the keys out so the file's buffer can be freed.
+	n := 0
+	for _, h := range sr.Hints {
+		n += len(h.Key)
+	}
+	res.keys = make([]byte, 0, n)
+	for i := range sr.Hints {
+		k := len(res.keys)
+		res.keys = append(res.keys, sr.Hints[i].Key...)
+		sr.Hints[i].Key = res.keys[k:len(res.keys):len(res.keys)]
+	}
+	res.hints = sr.Hints
+	if db.opts.ReadOnly {
+		return res
+	}
+	if res.torn > 0 {
+		if err := db.cutTornTail(id, dataPath, res.size); err != nil {
+			res.err = err
+			return res
+		}
+		db.opts.Logger.Warn("caskade: cut torn tail of the newest data file", "file", dataPath,
+			"offset", res.size, "bytes", res.torn)
+		if res.size == 0 {
+			res.removed = true
+			return res
+		}
+	}
+	if len(res.damage) == 0 {
+		if err := segment.WriteHints(db.fs, db.dir, id, res.hints, res.size); err != nil {
+			db.opts.Logger.Warn("caskade: cannot write hint file", "file", dataPath, "err", err)
+		}
+	}
+	return res
+}
+
+func (db *DB) cutTornTail(id uint32, path string, size int64) error {
+	if size == 0 {
+		if err := db.fs.Remove(path); err != nil {
+			return fmt.Errorf("caskade: remove empty %s: %w", path, err)
+		}
+		return db.fs.SyncDir(db.dir)
+	}
+	f, err := segment.Open(db.fs, db.dir, id, size, true)
+	if err != nil {
+		return fmt.Errorf("caskade: open %s to cut its torn tail: %w", path, err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		return fmt.Errorf("caskade: cut torn tail of %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("caskade: sync %s: %w", path, err)
+	}
+	return nil
+}
+
+// applyRecovered adds one file's records to the key directory. Files arrive
+// in id order and records in file order, but the version check keeps the
+// outcome right whatever the order.
+func (db *DB) applyRecovered(r fileResult) {
+	db.recovery.Files++
+	if r.fromHint {
+		db.recovery.FromHints++
+	}
+	db.recovery.TornBytes += r.torn
+	db.recovery.Salvaged += len(r.damage)
+	db.recovery.MaxVersion = max(db.recovery.MaxVersion, r.maxVer)
+	for _, d := range r.damage {
+		db.opts.Logger.Error("caskade: salvage skipped damaged range", "file", segment.DataName(r.id),
+			"offset", d.Offset, "end", d.End, "err", d.Err)
+	}
+	if r.removed {
+		return
+	}
+	now := db.nowMs()
+	for _, h := range r.hints {
+		if old, ok := db.tree.Get(h.Key); ok && old.Version > h.Version {
+			continue
+		}
+		if h.Kind == record.KindDelete || (h.Expiry != 0 && h.Expiry <= now) {
+			db.tree.Delete(h.Key)
+			continue
+		}
+		db.tree.Set(h.Key, keydir.Entry{FileID: r.id, ValLen: h.ValLen, Offset: h.Offset, Version: h.Version, Expiry: h.Expiry})
+	}
+	st := &fileStat{dead: r.size - record.FileHeaderSize}
+	db.fstats[r.id] = st
+	f, err := segment.Open(db.fs, db.dir, r.id, r.size, false)
+	if err != nil {
+		// Opening a file just read should not fail; surface it on first use.
+		db.opts.Logger.Error("caskade: cannot open data file", "file", segment.DataName(r.id), "err", err)
+		return
+	}
+	db.files[r.id] = f
+}
+
+// finishRecovery computes live bytes per file and the set of expiring keys.
+func (db *DB) finishRecovery() {
+	db.version = db.recovery.MaxVersion
+	it := db.tree.Iter()
+	defer it.Release()
+	for ok := it.First(); ok; ok = it.Next() {
+		e := it.Entry()
+		size := record.HeaderSize + int64(len(it.Key())) + int64(e.ValLen)
+		if st := db.fstats[e.FileID]; st != nil {
+			st.live += size
+			st.dead -= size
+			st.liveKeys++
+		}
+		if e.Expiry != 0 {
+			db.expiring[it.Key()] = struct{}{}
+		}
+	}
+}
+
+func (db *DB) nowMs() int64 { return db.opts.Now().UnixMilli() }
+
+// Close waits for writes in progress, stops background work, syncs and
+// seals the active data file (writing its hint file), and releases the
+// directory lock. Open snapshots and iterators must not be used afterwards.
+func (db *DB) Close() error {
+	db.cmu.Lock()
+	if db.closed {
+		db.cmu.Unlock()
+		return ErrClosed
+	}
+	db.closed = true
+	for db.leading {
+		db.idle.Wait()
+	}
+	werr := db.writeErr
+	db.cmu.Unlock()
+
+	close(db.stop)
+	db.bg.Wait()
+	var errs []error
+	if a := db.active.Load(); a != nil && werr == nil {
+		if err := a.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("caskade: sync %s: %w", a.Path, err))
+		} else {
+			db.writeHint(a.ID)
+		}
+	}
+	errs = append(errs, db.closeFiles())
+	if db.lock != nil {
+		if err := db.lock.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (db *DB) closeFiles() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var errs []error
+	for _, f := range db.files {
+		if err := f.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	db.files = map[uint32]*segment.File{}
+	return errors.Join(errs...)
+}
+
+// Dir returns the database directory.
+func (db *DB) Dir() string { return db.dir }

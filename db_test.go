@@ -1,0 +1,473 @@
+package caskade
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caskade/caskade/vfs"
+)
+
+// testClock is a settable clock for TTL tests.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newTestClock() *testClock { return &testClock{now: time.UnixMilli(1_700_000_000_000)} }
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func openTest(t *testing.T, dir string, o *Options) *DB {
+	t.Helper()
+	db, err := Open(dir, o)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func memOpts(fs vfs.FS) *Options {
+	return &Options{FS: fs, ExpiryPeriod: -1}
+}
+
+func mustGet(t *testing.T, db interface{ Get([]byte) ([]byte, error) }, key, want string) {
+	t.Helper()
+	got, err := db.Get([]byte(key))
+	if err != nil {
+		t.Fatalf("get %q: %v", key, err)
+	}
+	if string(got) != want {
+		t.Fatalf("get %q = %q, want %q", key, got, want)
+	}
+}
+
+func mustMiss(t *testing.T, db interface{ Get([]byte) ([]byte, error) }, key string) {
+	t.Helper()
+	if v, err := db.Get([]byte(key)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get %q = %q, %v; want ErrNotFound", key, v, err)
+	}
+}
+
+func TestSetGetDeleteReopen(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("b"), []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("a"), []byte("3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Delete([]byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte(""), []byte("empty key")); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, db, "a", "3")
+	mustMiss(t, db, "b")
+	mustGet(t, db, "", "empty key")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("second close: %v", err)
+	}
+	if _, err := db.Get([]byte("a")); err == nil {
+		t.Fatal("get after close succeeded")
+	}
+	if err := db.Set([]byte("a"), nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("set after close: %v", err)
+	}
+
+	db = openTest(t, dir, nil)
+	mustGet(t, db, "a", "3")
+	mustMiss(t, db, "b")
+	mustGet(t, db, "", "empty key")
+	st := db.Stats()
+	if st.Keys != 2 || st.Recovery.Files != 1 || st.Recovery.FromHints != 1 {
+		t.Fatalf("stats after reopen: %+v", st)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	db := openTest(t, t.TempDir(), &Options{MaxKeySize: 4, MaxValueSize: 8, MaxBatchSize: 100})
+	if err := db.Set([]byte("12345"), nil); !errors.Is(err, ErrKeyTooLarge) {
+		t.Fatalf("key: %v", err)
+	}
+	if err := db.Set([]byte("k"), make([]byte, 9)); !errors.Is(err, ErrValueTooLarge) {
+		t.Fatalf("value: %v", err)
+	}
+	var b Batch
+	for i := range 5 {
+		b.Set(fmt.Appendf(nil, "k%d", i), []byte("12345678"))
+	}
+	if err := db.Write(&b); !errors.Is(err, ErrBatchTooLarge) {
+		t.Fatalf("batch: %v", err)
+	}
+	mustMiss(t, db, "k0")
+	if err := db.Set([]byte("1234"), []byte("12345678")); err != nil {
+		t.Fatalf("at the limits: %v", err)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	bad := []Options{
+		{Sync: 7},
+		{SyncInterval: -1},
+		{MaxKeySize: -1},
+		{MaxFileSize: -5},
+		{RecoveryWorkers: -1},
+	}
+	for _, o := range bad {
+		if err := o.Validate(); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("%+v: %v", o, err)
+		}
+		if _, err := Open(t.TempDir(), &o); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("open with %+v: %v", o, err)
+		}
+	}
+	for _, s := range []string{"always", "everysec", "none"} {
+		p, err := ParseSyncPolicy(s)
+		if err != nil || p.String() != s {
+			t.Errorf("%s: %v %v", s, p, err)
+		}
+	}
+	if _, err := ParseSyncPolicy("sometimes"); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("bad policy: %v", err)
+	}
+}
+
+func TestBatchAtomicAndOwned(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	db.Set([]byte("gone"), []byte("x"))
+	var b Batch
+	key := []byte("k1")
+	b.Set(key, []byte("v1"))
+	key[1] = '2' // the batch copied the key
+	b.Set(key, []byte("v2"))
+	b.Delete([]byte("gone"))
+	if err := db.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, db, "k1", "v1")
+	mustGet(t, db, "k2", "v2")
+	mustMiss(t, db, "gone")
+	b.Reset()
+	if b.Len() != 0 {
+		t.Fatal("reset batch not empty")
+	}
+	b.SetWithTTL([]byte("x"), []byte("y"), 0)
+	if err := db.Write(&b); !errors.Is(err, ErrInvalidTTL) {
+		t.Fatalf("zero ttl: %v", err)
+	}
+}
+
+func TestDeleteRange(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	for _, k := range []string{"a", "b", "ba", "bb", "c", "d"} {
+		db.Set([]byte(k), []byte(k))
+	}
+	if err := db.DeleteRange([]byte("b"), []byte("c")); err != nil {
+		t.Fatal(err)
+	}
+	kvs, err := db.Range(nil, nil, &RangeOptions{KeysOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, kv := range kvs {
+		got = append(got, string(kv.Key))
+	}
+	if fmt.Sprint(got) != "[a c d]" {
+		t.Fatalf("after delete range: %v", got)
+	}
+	if err := db.DeleteRange([]byte("z"), []byte("a")); !errors.Is(err, ErrInvalidRange) {
+		t.Fatalf("inverted: %v", err)
+	}
+	if err := db.DeleteRange([]byte("c"), nil); err != nil {
+		t.Fatal(err)
+	}
+	mustMiss(t, db, "d")
+	mustGet(t, db, "a", "a")
+}
+
+func TestTTL(t *testing.T) {
+	clk := newTestClock()
+	dir := t.TempDir()
+	o := &Options{Now: clk.Now, ExpiryPeriod: -1}
+	db := openTest(t, dir, o)
+	if err := db.SetWithTTL([]byte("t"), []byte("v"), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetWithTTL([]byte("t"), []byte("v"), -time.Second); !errors.Is(err, ErrInvalidTTL) {
+		t.Fatalf("negative ttl: %v", err)
+	}
+	db.Set([]byte("p"), []byte("forever"))
+	info, err := db.Stat([]byte("t"))
+	if err != nil || info.TTL(clk.Now()) != 10*time.Second {
+		t.Fatalf("stat: %+v %v", info, err)
+	}
+	if info, _ := db.Stat([]byte("p")); info.TTL(clk.Now()) != -1 {
+		t.Fatalf("persistent ttl %v", info.TTL(clk.Now()))
+	}
+	snap := db.Snapshot()
+	defer snap.Close()
+	clk.Advance(10 * time.Second)
+	mustMiss(t, db, "t")
+	mustGet(t, snap, "t", "v") // the snapshot judges expiry when it was taken
+	if ok, err := db.Expire([]byte("t"), time.Second); ok || err != nil {
+		t.Fatalf("expire of expired key: %v %v", ok, err)
+	}
+	if ok, err := db.Expire([]byte("p"), 5*time.Second); !ok || err != nil {
+		t.Fatalf("expire: %v %v", ok, err)
+	}
+	mustGet(t, db, "p", "forever")
+	if ok, err := db.Persist([]byte("p")); !ok || err != nil {
+		t.Fatalf("persist: %v %v", ok, err)
+	}
+	clk.Advance(time.Minute)
+	mustGet(t, db, "p", "forever")
+	db.Expire([]byte("p"), 5*time.Second)
+	db.Close()
+
+	// Expiry survives a reopen, and an expired record stays dead.
+	db = openTest(t, dir, o)
+	mustGet(t, db, "p", "forever")
+	mustMiss(t, db, "t")
+	clk.Advance(5 * time.Second)
+	mustMiss(t, db, "p")
+	if ok, _ := db.Expire([]byte("p"), time.Second); ok {
+		t.Fatal("expired key reported as existing")
+	}
+	if ok, _ := db.ExpireAt([]byte("nope"), clk.Now().Add(time.Hour)); ok {
+		t.Fatal("missing key reported as existing")
+	}
+	db.Set([]byte("n"), []byte("x"))
+	if ok, _ := db.Expire([]byte("n"), 0); !ok {
+		t.Fatal("expire 0 of live key")
+	}
+	mustMiss(t, db, "n")
+}
+
+func TestActiveExpiry(t *testing.T) {
+	clk := newTestClock()
+	db := openTest(t, t.TempDir(), &Options{Now: clk.Now, ExpiryPeriod: -1})
+	for i := range 100 {
+		db.SetWithTTL(fmt.Appendf(nil, "k%03d", i), []byte("v"), time.Second)
+	}
+	db.Set([]byte("stay"), []byte("v"))
+	clk.Advance(2 * time.Second)
+	for range 50 {
+		if n, _ := db.expireSample(); n == 0 {
+			break
+		}
+	}
+	st := db.Stats()
+	if st.Keys != 1 || st.ExpiringKeys != 0 {
+		t.Fatalf("after active expiry: keys %d expiring %d", st.Keys, st.ExpiringKeys)
+	}
+	mustGet(t, db, "stay", "v")
+}
+
+func TestSnapshotIsolation(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	db.Set([]byte("a"), []byte("1"))
+	s := db.Snapshot()
+	db.Set([]byte("a"), []byte("2"))
+	db.Set([]byte("b"), []byte("2"))
+	mustGet(t, s, "a", "1")
+	mustMiss(t, s, "b")
+	if s.Version() >= db.Version() {
+		t.Fatalf("snapshot version %d, db %d", s.Version(), db.Version())
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get([]byte("a")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("get on closed snapshot: %v", err)
+	}
+	if n := db.Stats().OpenSnapshots; n != 0 {
+		t.Fatalf("open snapshots %d", n)
+	}
+}
+
+func TestIteratorAndRange(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	keys := []string{"a", "b", "ba", "bz", "c"}
+	for _, k := range keys {
+		db.Set([]byte(k), []byte("v"+k))
+	}
+	it, err := db.NewIterator(&IterOptions{Prefix: []byte("b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for ok := it.First(); ok; ok = it.Next() {
+		got = append(got, string(it.Key())+"="+string(it.Value()))
+	}
+	if fmt.Sprint(got) != "[b=vb ba=vba bz=vbz]" {
+		t.Fatalf("prefix: %v", got)
+	}
+	got = got[:0]
+	for ok := it.Last(); ok; ok = it.Prev() {
+		got = append(got, string(it.Key()))
+	}
+	if fmt.Sprint(got) != "[bz ba b]" {
+		t.Fatalf("prefix reverse: %v", got)
+	}
+	if !it.Seek([]byte("bb")) || string(it.Key()) != "bz" {
+		t.Fatalf("seek bb: %q", it.Key())
+	}
+	if !it.SeekLT([]byte("bb")) || string(it.Key()) != "ba" {
+		t.Fatalf("seeklt bb: %q", it.Key())
+	}
+	if it.Seek([]byte("c")) {
+		t.Fatalf("seek past bound found %q", it.Key())
+	}
+	if err := it.Close(); err != nil || it.Close() == nil {
+		t.Fatal("close")
+	}
+	kvs, _ := db.Range([]byte("b"), []byte("c"), &RangeOptions{Limit: 2, Reverse: true})
+	if len(kvs) != 2 || string(kvs[0].Key) != "bz" || string(kvs[1].Key) != "ba" || string(kvs[0].Value) != "vbz" {
+		t.Fatalf("reverse limit: %v", kvs)
+	}
+	if PrefixEnd([]byte{0xff, 0xff}) != nil || string(PrefixEnd([]byte("a\xff"))) != "b" {
+		t.Fatal("PrefixEnd")
+	}
+}
+
+// The key selector cases of the clj-foundationdb test suite.
+func TestKeySelectors(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	for _, k := range []string{"bar", "bar1", "bar2", "car", "car1", "foo"} {
+		db.Set([]byte(k), []byte("v"))
+	}
+	cases := []struct {
+		sel  KeySelector
+		want any // string, or nil for the end clamp
+	}{
+		{FirstGreaterOrEqual([]byte("bar")), "bar"},
+		{FirstGreaterThan([]byte("bar")), "bar1"},
+		{LastLessThan([]byte("bar1")), "bar"},
+		{LastLessOrEqual([]byte("bar1")), "bar1"},
+		{FirstGreaterOrEqual([]byte("bar0")), "bar1"},
+		{LastLessOrEqual([]byte("bar0")), "bar"},
+		{FirstGreaterOrEqual([]byte("bar")).Add(2), "bar2"},
+		{FirstGreaterThan([]byte("car")).Add(-2), "bar2"},
+		{LastLessThan([]byte("bar")), ""},
+		{LastLessThan([]byte("a")).Add(-3), ""},
+		{FirstGreaterThan([]byte("foo")), nil},
+		{FirstGreaterOrEqual([]byte("zzz")), nil},
+		{FirstGreaterOrEqual([]byte("")).Add(10), nil},
+		{LastLessOrEqual([]byte("zzz")), "foo"},
+		{KeySelector{Key: []byte("car"), Offset: 0}, "bar2"},
+	}
+	for _, c := range cases {
+		got, err := db.GetKey(c.sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch w := c.want.(type) {
+		case nil:
+			if got != nil {
+				t.Errorf("%v = %q, want end of key space", c.sel, got)
+			}
+		case string:
+			if got == nil || string(got) != w {
+				t.Errorf("%v = %q, want %q", c.sel, got, w)
+			}
+		}
+	}
+	kvs, err := db.RangeSelect(FirstGreaterThan([]byte("bar")), FirstGreaterOrEqual([]byte("car1")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, kv := range kvs {
+		got = append(got, string(kv.Key))
+	}
+	if fmt.Sprint(got) != "[bar1 bar2 car]" {
+		t.Fatalf("range select: %v", got)
+	}
+	if kvs, _ := db.RangeSelect(FirstGreaterOrEqual([]byte("foo")), FirstGreaterOrEqual([]byte("bar")), nil); len(kvs) != 0 {
+		t.Fatalf("inverted selectors returned %v", kvs)
+	}
+	kvs, _ = db.RangeSelect(LastLessThan([]byte("a")), FirstGreaterThan([]byte("zzz")), &RangeOptions{KeysOnly: true})
+	if len(kvs) != 6 || kvs[0].Value != nil {
+		t.Fatalf("clamped full range: %v", kvs)
+	}
+}
+
+func TestGroupCommitConcurrent(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 50 {
+				if err := db.Set(fmt.Appendf(nil, "g%02d-%03d", g, i), bytes.Repeat([]byte{byte(g)}, 10)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := db.Stats().Keys; n != 800 {
+		t.Fatalf("keys %d", n)
+	}
+	mustGet(t, db, "g07-049", string(bytes.Repeat([]byte{7}, 10)))
+}
+
+func TestRotationAndStats(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, &Options{MaxFileSize: 4096, Sync: SyncNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := bytes.Repeat([]byte("x"), 100)
+	for i := range 200 {
+		if err := db.Set(fmt.Appendf(nil, "k%03d", i%50), val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := db.Stats()
+	if len(st.Files) < 5 || st.Keys != 50 {
+		t.Fatalf("files %d keys %d", len(st.Files), st.Keys)
+	}
+	wantLive := int64(50 * (29 + 4 + 100))
+	if st.LiveBytes != wantLive || st.DeadBytes != 150*(29+4+100) {
+		t.Fatalf("live %d (want %d) dead %d", st.LiveBytes, wantLive, st.DeadBytes)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, nil)
+	st2 := db.Stats()
+	if st2.LiveBytes != wantLive || st2.Keys != 50 || st2.Recovery.FromHints != st2.Recovery.Files {
+		t.Fatalf("after reopen: %+v", st2)
+	}
+	for i := range 50 {
+		mustGet(t, db, fmt.Sprintf("k%03d", i), string(val))
+	}
+}

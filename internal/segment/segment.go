@@ -1,0 +1,199 @@
+// Package segment manages caskade's data files and hint files: naming,
+// creating, appending, positional reads, sealing, and the scans that recovery
+// uses to rebuild the key directory.
+//
+// A data file is named NNNNNNNNNN.data after its 32-bit id; ids only grow, so
+// a higher id holds newer records. Its hint file is NNNNNNNNNN.hint.
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/caskade/caskade/internal/record"
+	"github.com/caskade/caskade/vfs"
+)
+
+const (
+	dataExt = ".data"
+	hintExt = ".hint"
+	tmpExt  = ".tmp"
+)
+
+// DataName is the file name of data file id.
+func DataName(id uint32) string { return fmt.Sprintf("%010d%s", id, dataExt) }
+
+// HintName is the file name of the hint file of data file id.
+func HintName(id uint32) string { return fmt.Sprintf("%010d%s", id, hintExt) }
+
+// FileKind classifies a directory entry.
+type FileKind int
+
+// Kinds of directory entries.
+const (
+	KindOther FileKind = iota
+	KindData
+	KindHint
+	KindTemp
+)
+
+// Parse classifies a file name, returning the data file id it belongs to.
+func Parse(name string) (uint32, FileKind) {
+	if strings.HasSuffix(name, tmpExt) {
+		return 0, KindTemp
+	}
+	ext := filepath.Ext(name)
+	base := strings.TrimSuffix(name, ext)
+	if len(base) != 10 {
+		return 0, KindOther
+	}
+	id, err := strconv.ParseUint(base, 10, 32)
+	if err != nil {
+		return 0, KindOther
+	}
+	switch ext {
+	case dataExt:
+		return uint32(id), KindData
+	case hintExt:
+		return uint32(id), KindHint
+	}
+	return 0, KindOther
+}
+
+// File is one data file. Reads (ReadAt, ReadRecord) are safe for concurrent
+// use; Append, Sync and Truncate are called by one writer at a time.
+type File struct {
+	ID   uint32
+	Path string
+	f    vfs.File
+	size atomic.Int64 // end of the valid, written bytes
+}
+
+// Create creates data file id in dir, writes its header, syncs it and its
+// directory entry.
+func Create(fs vfs.FS, dir string, id uint32) (*File, error) {
+	path := filepath.Join(dir, DataName(id))
+	f, err := fs.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	df := &File{ID: id, Path: path, f: f}
+	if _, err := f.WriteAt(record.AppendFileHeader(nil), 0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := fs.SyncDir(dir); err != nil {
+		f.Close()
+		return nil, err
+	}
+	df.size.Store(record.FileHeaderSize)
+	return df, nil
+}
+
+// Open opens data file id whose valid contents end at size. writable opens
+// it for Truncate as well as reads.
+func Open(fs vfs.FS, dir string, id uint32, size int64, writable bool) (*File, error) {
+	path := filepath.Join(dir, DataName(id))
+	var f vfs.File
+	var err error
+	if writable {
+		f, err = fs.OpenReadWrite(path)
+	} else {
+		f, err = fs.Open(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	df := &File{ID: id, Path: path, f: f}
+	df.size.Store(size)
+	return df, nil
+}
+
+// Size returns the end of the valid bytes of the file.
+func (f *File) Size() int64 { return f.size.Load() }
+
+// Append writes b at the end of the file and returns the offset it was
+// written at. If the write fails, Append cuts the file back to its previous
+// size so that no partial record stays behind, and reports in the error
+// whether that worked (see ErrTruncateFailed).
+func (f *File) Append(b []byte) (int64, error) {
+	off := f.size.Load()
+	n, err := f.f.WriteAt(b, off)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		if terr := f.f.Truncate(off); terr != nil {
+			return off, fmt.Errorf("%w: %w (truncate: %w)", ErrTruncateFailed, err, terr)
+		}
+		return off, err
+	}
+	f.size.Store(off + int64(len(b)))
+	return off, nil
+}
+
+// Sync makes the file's contents durable.
+func (f *File) Sync() error { return f.f.Sync() }
+
+// Truncate cuts the file to size (used to drop a torn tail).
+func (f *File) Truncate(size int64) error {
+	if err := f.f.Truncate(size); err != nil {
+		return err
+	}
+	f.size.Store(size)
+	return nil
+}
+
+// ReadAt reads len(p) bytes at off.
+func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, off) }
+
+// ReadRecord reads and verifies the record at off whose key and value
+// lengths the caller knows. The returned record's Key and Value alias a new
+// buffer owned by the caller. Damage is reported as a *CorruptError.
+func (f *File) ReadRecord(off int64, klen, vlen uint32, lim record.Limits) (record.Record, error) {
+	buf := make([]byte, record.HeaderSize+int(klen)+int(vlen))
+	if _, err := f.f.ReadAt(buf, off); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return record.Record{}, &CorruptError{Path: f.Path, Offset: off, Err: err}
+	}
+	r, err := record.Decode(buf, lim)
+	if err == nil && (r.KeyLen != klen || r.ValLen != vlen) {
+		err = fmt.Errorf("%w: record lengths differ from the key directory", record.ErrCorrupt)
+	}
+	if err != nil {
+		return record.Record{}, &CorruptError{Path: f.Path, Offset: off, Err: err}
+	}
+	return r, nil
+}
+
+// Close closes the file.
+func (f *File) Close() error { return f.f.Close() }
+
+// ReadAll reads the whole file at path into memory.
+func ReadAll(fs vfs.FS, path string) ([]byte, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, st.Size())
+	if _, err := f.ReadAt(buf, 0); err != nil && !(errors.Is(err, io.EOF)) {
+		return nil, err
+	}
+	return buf, nil
+}

@@ -1,0 +1,202 @@
+package caskade
+
+import (
+	"bytes"
+
+	"github.com/caskade/caskade/internal/keydir"
+)
+
+// IterOptions bound an iterator to [LowerBound, UpperBound). A nil bound is
+// open. Prefix, if set, narrows the bounds to the keys with that prefix.
+type IterOptions struct {
+	LowerBound []byte
+	UpperBound []byte
+	Prefix     []byte
+}
+
+// Iterator walks the keys of a snapshot in order, pull-style:
+//
+//	for ok := it.First(); ok; ok = it.Next() { use(it.Key(), it.Value()) }
+//	if err := it.Err(); err != nil { ... }
+//
+// It reads values lazily, on the first call to Value at a position. Key and
+// Value return slices owned by the iterator, valid until it moves. It is not
+// safe for concurrent use. Close it when done.
+type Iterator struct {
+	v         *view
+	it        *keydir.Iter
+	lo, hi    []byte
+	valid     bool
+	key       []byte
+	entry     keydir.Entry
+	val       []byte
+	valLoaded bool
+	err       error
+	closed    bool
+	ownsView  bool
+}
+
+func newIterator(v *view, opts *IterOptions) *Iterator {
+	it := &Iterator{v: v, it: v.tree.Iter(), ownsView: true}
+	if opts != nil {
+		it.lo, it.hi = opts.LowerBound, opts.UpperBound
+		if opts.Prefix != nil {
+			if bytes.Compare(opts.Prefix, it.lo) > 0 {
+				it.lo = opts.Prefix
+			}
+			if pe := PrefixEnd(opts.Prefix); pe != nil && (it.hi == nil || bytes.Compare(pe, it.hi) < 0) {
+				it.hi = pe
+			}
+		}
+	}
+	return it
+}
+
+// settle validates the position after a move of the underlying iterator,
+// skipping expired keys in the direction of travel.
+func (i *Iterator) settle(ok, forward bool) bool {
+	i.valid, i.valLoaded, i.val = false, false, nil
+	if i.closed {
+		i.err = ErrClosed
+		return false
+	}
+	for ok {
+		k := i.it.Key()
+		if forward && i.hi != nil && k >= string(i.hi) {
+			break
+		}
+		if !forward && k < string(i.lo) {
+			break
+		}
+		e := i.it.Entry()
+		if !e.Expired(i.v.nowMs) {
+			i.valid, i.entry = true, e
+			i.key = append(i.key[:0], k...)
+			return true
+		}
+		if forward {
+			ok = i.it.Next()
+		} else {
+			ok = i.it.Prev()
+		}
+	}
+	return false
+}
+
+// First moves to the first key in bounds.
+func (i *Iterator) First() bool {
+	if i.lo != nil {
+		return i.settle(i.it.Seek(i.lo), true)
+	}
+	return i.settle(i.it.First(), true)
+}
+
+// Last moves to the last key in bounds.
+func (i *Iterator) Last() bool { return i.seekLT(i.hi, true) }
+
+// Seek moves to the first key >= key (and in bounds).
+func (i *Iterator) Seek(key []byte) bool {
+	if bytes.Compare(key, i.lo) < 0 {
+		key = i.lo
+	}
+	return i.settle(i.it.Seek(key), true)
+}
+
+// SeekLT moves to the last key < key (and in bounds).
+func (i *Iterator) SeekLT(key []byte) bool {
+	if key == nil {
+		key = []byte{}
+	}
+	return i.seekLT(key, false)
+}
+
+// seekLT moves to the last key < key; a nil key with toEnd means the last
+// key of all.
+func (i *Iterator) seekLT(key []byte, toEnd bool) bool {
+	if i.hi != nil && (key == nil || bytes.Compare(key, i.hi) > 0) {
+		key = i.hi
+	}
+	var ok bool
+	switch {
+	case key == nil && toEnd:
+		ok = i.it.Last()
+	case i.it.Seek(key):
+		ok = i.it.Prev()
+	default:
+		ok = i.it.Last()
+	}
+	return i.settle(ok, false)
+}
+
+// Next moves to the next key.
+func (i *Iterator) Next() bool {
+	if !i.valid {
+		return false
+	}
+	return i.settle(i.it.Next(), true)
+}
+
+// Prev moves to the previous key.
+func (i *Iterator) Prev() bool {
+	if !i.valid {
+		return false
+	}
+	return i.settle(i.it.Prev(), false)
+}
+
+func (i *Iterator) step(reverse bool) bool {
+	if reverse {
+		return i.Prev()
+	}
+	return i.Next()
+}
+
+// Valid reports whether the iterator is at a key.
+func (i *Iterator) Valid() bool { return i.valid }
+
+// Key returns the current key, valid until the iterator moves.
+func (i *Iterator) Key() []byte {
+	if !i.valid {
+		return nil
+	}
+	return i.key
+}
+
+// Info returns what the key directory knows about the current key.
+func (i *Iterator) Info() KeyInfo {
+	if !i.valid {
+		return KeyInfo{}
+	}
+	return infoOf(i.entry)
+}
+
+// Value returns the current value, reading it from disk on first use. On a
+// read error it returns nil and Err reports the error.
+func (i *Iterator) Value() []byte {
+	if !i.valid {
+		return nil
+	}
+	if !i.valLoaded {
+		i.val, i.err = i.v.db.readValue(i.key, i.entry)
+		i.valLoaded = true
+	}
+	return i.val
+}
+
+// Err returns the first error the iterator met.
+func (i *Iterator) Err() error { return i.err }
+
+// Close releases the iterator. Closing twice returns ErrClosed.
+func (i *Iterator) Close() error { return i.close(true) }
+
+func (i *Iterator) close(release bool) error {
+	if i.closed {
+		return ErrClosed
+	}
+	i.closed, i.valid = true, false
+	i.it.Release()
+	if release && i.ownsView {
+		i.v.release()
+	}
+	return nil
+}

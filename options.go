@@ -1,0 +1,171 @@
+package caskade
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/caskade/caskade/vfs"
+)
+
+// SyncPolicy says when writes are made durable.
+type SyncPolicy int
+
+const (
+	// SyncAlways acknowledges a write only after it has been fsynced.
+	// Concurrent writers share one fsync (group commit). This is the default.
+	SyncAlways SyncPolicy = iota
+	// SyncEverySec fsyncs in the background every Options.SyncInterval
+	// (default one second): a crash can lose the writes of the last interval,
+	// but never part of a batch.
+	SyncEverySec
+	// SyncNone leaves flushing to the operating system.
+	SyncNone
+)
+
+// String returns the policy's name as the server's --sync flag spells it.
+func (p SyncPolicy) String() string {
+	switch p {
+	case SyncAlways:
+		return "always"
+	case SyncEverySec:
+		return "everysec"
+	case SyncNone:
+		return "none"
+	}
+	return fmt.Sprintf("SyncPolicy(%d)", int(p))
+}
+
+// ParseSyncPolicy parses "always", "everysec" or "none".
+func ParseSyncPolicy(s string) (SyncPolicy, error) {
+	switch s {
+	case "always":
+		return SyncAlways, nil
+	case "everysec":
+		return SyncEverySec, nil
+	case "none":
+		return SyncNone, nil
+	}
+	return 0, fmt.Errorf("%w: unknown sync policy %q (want always, everysec or none)", ErrInvalidOptions, s)
+}
+
+// Defaults for zero Options fields.
+const (
+	DefaultMaxKeySize    = 64 << 10
+	DefaultMaxValueSize  = 512 << 20
+	DefaultMaxBatchSize  = 1 << 30
+	DefaultMaxFileSize   = 256 << 20
+	DefaultSyncInterval  = time.Second
+	DefaultExpiryPeriod  = 100 * time.Millisecond
+	maxFileSizeLimit     = 1 << 40
+	maxRecordLengthLimit = 1<<32 - 1
+)
+
+// Options configures Open. The zero value, or a nil *Options, means the
+// defaults. Options are read once by Open and not retained.
+type Options struct {
+	// FS is the file system; nil means the operating system's.
+	FS vfs.FS
+	// Sync is the durability policy; the zero value is SyncAlways.
+	Sync SyncPolicy
+	// SyncInterval is the background fsync period for SyncEverySec.
+	SyncInterval time.Duration
+	// ReadOnly opens the database without writing anything to the
+	// directory: no lock file is created, no torn tail is cut, no hint file
+	// is written. Writes fail with ErrReadOnly.
+	ReadOnly bool
+	// Salvage makes Open skip damaged records in any data file instead of
+	// failing, logging each skipped range and counting it in Stats. It
+	// never rewrites the damaged files.
+	Salvage bool
+	// MaxKeySize, MaxValueSize and MaxBatchSize bound what a write may
+	// carry: a key's length, a value's length, and the encoded size of one
+	// batch. They default to 64 KiB, 512 MiB and 1 GiB.
+	MaxKeySize   int
+	MaxValueSize int
+	MaxBatchSize int
+	// MaxFileSize is the size at which the active data file is sealed and a
+	// new one started (default 256 MiB). A single batch larger than this
+	// still goes into one file.
+	MaxFileSize int64
+	// RecoveryWorkers is how many data and hint files Open reads in
+	// parallel (default GOMAXPROCS).
+	RecoveryWorkers int
+	// ExpiryPeriod is how often active expiry samples keys with a TTL
+	// (default 100 ms); a negative value disables active expiry (expired
+	// keys are still never returned).
+	ExpiryPeriod time.Duration
+	// Logger receives the database's log; nil discards it.
+	Logger *slog.Logger
+	// Now is the clock used for TTLs; nil means time.Now. Tests set it.
+	Now func() time.Time
+}
+
+// Validate reports the first invalid field.
+func (o *Options) Validate() error {
+	if o == nil {
+		return nil
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case o.Sync < SyncAlways || o.Sync > SyncNone:
+		return bad("unknown sync policy %d", o.Sync)
+	case o.SyncInterval < 0:
+		return bad("negative SyncInterval %v", o.SyncInterval)
+	case o.MaxKeySize < 0 || o.MaxKeySize > maxRecordLengthLimit:
+		return bad("MaxKeySize %d out of range", o.MaxKeySize)
+	case o.MaxValueSize < 0 || o.MaxValueSize > maxRecordLengthLimit:
+		return bad("MaxValueSize %d out of range", o.MaxValueSize)
+	case o.MaxBatchSize < 0:
+		return bad("negative MaxBatchSize %d", o.MaxBatchSize)
+	case o.MaxFileSize < 0 || o.MaxFileSize > maxFileSizeLimit:
+		return bad("MaxFileSize %d out of range", o.MaxFileSize)
+	case o.RecoveryWorkers < 0:
+		return bad("negative RecoveryWorkers %d", o.RecoveryWorkers)
+	case o.ReadOnly && o.Salvage:
+		// Salvage is read-only in effect anyway, but say so explicitly.
+	}
+	return nil
+}
+
+// withDefaults returns a copy with zero fields filled in.
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.FS == nil {
+		c.FS = vfs.OS()
+	}
+	if c.SyncInterval == 0 {
+		c.SyncInterval = DefaultSyncInterval
+	}
+	if c.MaxKeySize == 0 {
+		c.MaxKeySize = DefaultMaxKeySize
+	}
+	if c.MaxValueSize == 0 {
+		c.MaxValueSize = DefaultMaxValueSize
+	}
+	if c.MaxBatchSize == 0 {
+		c.MaxBatchSize = DefaultMaxBatchSize
+	}
+	if c.MaxFileSize == 0 {
+		c.MaxFileSize = DefaultMaxFileSize
+	}
+	if c.RecoveryWorkers == 0 {
+		c.RecoveryWorkers = runtime.GOMAXPROCS(0)
+	}
+	if c.ExpiryPeriod == 0 {
+		c.ExpiryPeriod = DefaultExpiryPeriod
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}

@@ -1,0 +1,116 @@
+package caskade
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/caskade/caskade/internal/keydir"
+	"github.com/caskade/caskade/internal/record"
+	"github.com/caskade/caskade/internal/segment"
+)
+
+// KeyInfo describes a key without reading its value.
+type KeyInfo struct {
+	// Version is the commit version that last wrote the key. It changes
+	// whenever the key is set, and only then, so it can serve as a
+	// compare-and-swap token.
+	Version uint64
+	// ExpiresAt is when the key expires; the zero Time means never.
+	ExpiresAt time.Time
+	// ValueSize is the value's length in bytes.
+	ValueSize int
+}
+
+// TTL returns the time left before the key expires, measured from now, or
+// -1 if it never expires.
+func (k KeyInfo) TTL(now time.Time) time.Duration {
+	if k.ExpiresAt.IsZero() {
+		return -1
+	}
+	return max(k.ExpiresAt.Sub(now), 0)
+}
+
+func infoOf(e keydir.Entry) KeyInfo {
+	ki := KeyInfo{Version: e.Version, ValueSize: int(e.ValLen)}
+	if e.Expiry != 0 {
+		ki.ExpiresAt = time.UnixMilli(e.Expiry)
+	}
+	return ki
+}
+
+// Get returns the value of key, or ErrNotFound. The returned slice is the
+// caller's own. Safe for concurrent use.
+func (db *DB) Get(key []byte) ([]byte, error) {
+	db.mu.RLock()
+	e, ok := db.tree.Get(key)
+	db.mu.RUnlock()
+	if !ok || e.Expired(db.nowMs()) {
+		return nil, ErrNotFound
+	}
+	return db.readValue(key, e)
+}
+
+// Stat returns what the key directory knows about key, without a disk read,
+// or ErrNotFound.
+func (db *DB) Stat(key []byte) (KeyInfo, error) {
+	db.mu.RLock()
+	e, ok := db.tree.Get(key)
+	db.mu.RUnlock()
+	if !ok || e.Expired(db.nowMs()) {
+		return KeyInfo{}, ErrNotFound
+	}
+	return infoOf(e), nil
+}
+
+// Has reports whether key has a value.
+func (db *DB) Has(key []byte) (bool, error) {
+	_, err := db.Stat(key)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Version returns the newest committed version: every commit gets a larger
+// one.
+func (db *DB) Version() uint64 {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return db.version
+}
+
+// readValue reads and verifies the record e points to and returns its value.
+func (db *DB) readValue(key []byte, e keydir.Entry) ([]byte, error) {
+	db.mu.RLock()
+	f := db.files[e.FileID]
+	db.mu.RUnlock()
+	if f == nil {
+		return nil, db.fileGone(e.FileID)
+	}
+	r, err := f.ReadRecord(e.Offset, uint32(len(key)), e.ValLen, db.lim)
+	if err == nil && (!bytes.Equal(r.Key, key) || r.Version != e.Version) {
+		err = &segment.CorruptError{Path: f.Path, Offset: e.Offset,
+			Err: fmt.Errorf("%w: record does not match the key directory", record.ErrCorrupt)}
+	}
+	if err != nil {
+		var ce *segment.CorruptError
+		if errors.As(err, &ce) {
+			return nil, &CorruptionError{Path: ce.Path, Offset: ce.Offset, Err: ce.Err}
+		}
+		return nil, err
+	}
+	return r.Value, nil
+}
+
+func (db *DB) fileGone(id uint32) error {
+	db.cmu.Lock()
+	closed := db.closed
+	db.cmu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	return fmt.Errorf("caskade: data file %s: %w", segment.DataName(id), fs.ErrNotExist)
+}

@@ -1,0 +1,241 @@
+package caskade
+
+import (
+	"bytes"
+	"sync/atomic"
+	"time"
+
+	"github.com/caskade/caskade/internal/keydir"
+)
+
+// view is a consistent, immutable state of the key directory: a clone of
+// the tree at one commit version, read at one instant for expiry.
+type view struct {
+	db      *DB
+	tree    *keydir.Tree
+	version uint64
+	nowMs   int64
+}
+
+// newView returns the current state. Clones are cached per version, so
+// taking many snapshots between two commits costs one clone.
+func (db *DB) newView() *view {
+	db.mu.Lock()
+	if db.snap == nil || db.snapVer != db.version {
+		db.snap, db.snapVer = db.tree.Clone(), db.version
+	}
+	v := &view{db: db, tree: db.snap, version: db.version, nowMs: db.nowMs()}
+	db.snapshots++
+	db.mu.Unlock()
+	return v
+}
+
+func (v *view) release() {
+	v.db.mu.Lock()
+	v.db.snapshots--
+	v.db.mu.Unlock()
+}
+
+func (v *view) lookup(key []byte) (keydir.Entry, bool) {
+	e, ok := v.tree.Get(key)
+	if !ok || e.Expired(v.nowMs) {
+		return keydir.Entry{}, false
+	}
+	return e, true
+}
+
+// Snapshot is a consistent, point-in-time, read-only view of the database:
+// it sees every commit up to its version and none after, and it judges
+// expiry at the instant it was taken. Taking one is O(1). It is safe for
+// concurrent use. Close it when done.
+type Snapshot struct {
+	v      *view
+	closed atomic.Bool
+}
+
+// Snapshot returns a view of the database as of now.
+func (db *DB) Snapshot() *Snapshot {
+	return &Snapshot{v: db.newView()}
+}
+
+// Version returns the commit version the snapshot sees up to.
+func (s *Snapshot) Version() uint64 { return s.v.version }
+
+// Time returns the instant at which the snapshot judges expiry.
+func (s *Snapshot) Time() time.Time { return time.UnixMilli(s.v.nowMs) }
+
+// Get returns the value of key as of the snapshot, or ErrNotFound.
+func (s *Snapshot) Get(key []byte) ([]byte, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	e, ok := s.v.lookup(key)
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return s.v.db.readValue(key, e)
+}
+
+// Stat returns what the snapshot knows about key, or ErrNotFound.
+func (s *Snapshot) Stat(key []byte) (KeyInfo, error) {
+	if s.closed.Load() {
+		return KeyInfo{}, ErrClosed
+	}
+	e, ok := s.v.lookup(key)
+	if !ok {
+		return KeyInfo{}, ErrNotFound
+	}
+	return infoOf(e), nil
+}
+
+// NewIterator returns an iterator over the snapshot. It stays valid after
+// the snapshot is closed, until its own Close.
+func (s *Snapshot) NewIterator(opts *IterOptions) (*Iterator, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	s.v.db.mu.Lock()
+	s.v.db.snapshots++
+	s.v.db.mu.Unlock()
+	return newIterator(s.v, opts), nil
+}
+
+// GetKey resolves a key selector against the snapshot (see KeySelector).
+func (s *Snapshot) GetKey(sel KeySelector) ([]byte, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	return s.v.resolve(sel), nil
+}
+
+// Range returns the pairs with keys in [begin, end) of the snapshot; see
+// DB.Range.
+func (s *Snapshot) Range(begin, end []byte, opts *RangeOptions) ([]KeyValue, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	return s.v.rangeRead(begin, end, opts)
+}
+
+// RangeSelect returns the pairs between two key selectors; see
+// DB.RangeSelect.
+func (s *Snapshot) RangeSelect(begin, end KeySelector, opts *RangeOptions) ([]KeyValue, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	return s.v.rangeSelect(begin, end, opts)
+}
+
+// Close releases the snapshot. Closing twice returns ErrClosed.
+func (s *Snapshot) Close() error {
+	if s.closed.Swap(true) {
+		return ErrClosed
+	}
+	s.v.release()
+	return nil
+}
+
+// KeyValue is one pair of a range read. Both slices are the caller's own.
+type KeyValue struct {
+	Key   []byte
+	Value []byte // nil for KeysOnly reads
+}
+
+// RangeOptions modify a range read. The zero value (or nil) reads every pair
+// in ascending order.
+type RangeOptions struct {
+	// Limit caps the number of pairs returned; 0 means no limit.
+	Limit int
+	// Reverse returns pairs in descending key order (the Limit pairs
+	// nearest the end of the range).
+	Reverse bool
+	// KeysOnly skips reading values.
+	KeysOnly bool
+}
+
+// PrefixEnd returns the smallest key greater than every key with the given
+// prefix, or nil (the end of the key space) if there is none, so that
+// [prefix, PrefixEnd(prefix)) is exactly the keys with that prefix.
+func PrefixEnd(prefix []byte) []byte {
+	end := bytes.Clone(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// Range returns the pairs whose keys are in [begin, end) as of now. A nil
+// (or empty) begin means the start of the key space; a nil end means its
+// end. Use PrefixEnd for prefix scans.
+func (db *DB) Range(begin, end []byte, opts *RangeOptions) ([]KeyValue, error) {
+	v := db.newView()
+	defer v.release()
+	return v.rangeRead(begin, end, opts)
+}
+
+// RangeSelect returns the pairs from the key begin resolves to (inclusive)
+// up to the key end resolves to (exclusive), as FoundationDB's get_range
+// with key selectors does.
+func (db *DB) RangeSelect(begin, end KeySelector, opts *RangeOptions) ([]KeyValue, error) {
+	v := db.newView()
+	defer v.release()
+	return v.rangeSelect(begin, end, opts)
+}
+
+// GetKey resolves a key selector against the current state (see
+// KeySelector).
+func (db *DB) GetKey(sel KeySelector) ([]byte, error) {
+	v := db.newView()
+	defer v.release()
+	return v.resolve(sel), nil
+}
+
+// NewIterator returns an iterator over a snapshot of the database taken
+// now. Close it when done.
+func (db *DB) NewIterator(opts *IterOptions) (*Iterator, error) {
+	return newIterator(db.newView(), opts), nil
+}
+
+func (v *view) rangeRead(begin, end []byte, opts *RangeOptions) ([]KeyValue, error) {
+	var o RangeOptions
+	if opts != nil {
+		o = *opts
+	}
+	if end != nil && bytes.Compare(begin, end) > 0 {
+		return nil, ErrInvalidRange
+	}
+	it := newIterator(v, &IterOptions{LowerBound: begin, UpperBound: end})
+	defer it.close(false)
+	var out []KeyValue
+	ok := it.First()
+	if o.Reverse {
+		ok = it.Last()
+	}
+	for ; ok && (o.Limit <= 0 || len(out) < o.Limit); ok = it.step(o.Reverse) {
+		kv := KeyValue{Key: bytes.Clone(it.Key())}
+		if kv.Key == nil {
+			kv.Key = []byte{}
+		}
+		if !o.KeysOnly {
+			val := it.Value()
+			if it.Err() != nil {
+				return nil, it.Err()
+			}
+			kv.Value = bytes.Clone(val)
+		}
+		out = append(out, kv)
+	}
+	return out, it.Err()
+}
+
+func (v *view) rangeSelect(begin, end KeySelector, opts *RangeOptions) ([]KeyValue, error) {
+	b := v.resolve(begin)
+	e := v.resolve(end)
+	if e != nil && bytes.Compare(b, e) >= 0 {
+		return nil, nil
+	}
+	return v.rangeRead(b, e, opts)
+}

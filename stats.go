@@ -1,0 +1,69 @@
+package caskade
+
+import (
+	"cmp"
+	"slices"
+)
+
+// FileStats describes one data file.
+type FileStats struct {
+	ID        uint32
+	Size      int64 // bytes on disk, header included
+	LiveBytes int64 // bytes of records the key directory points to
+	DeadBytes int64 // bytes of overwritten, deleted or expired records and tombstones
+	LiveKeys  int
+	Active    bool // the file taking appends
+}
+
+// Stats is a point-in-time summary of the database.
+type Stats struct {
+	// Keys counts the keys in the key directory, including expired keys
+	// that active expiry has not yet dropped.
+	Keys int
+	// ExpiringKeys counts the keys with a TTL.
+	ExpiringKeys int
+	// Version is the newest committed version.
+	Version uint64
+	// Files lists the data files in id order.
+	Files []FileStats
+	// LiveBytes, DeadBytes and DiskBytes sum the files'.
+	LiveBytes, DeadBytes, DiskBytes int64
+	// OpenSnapshots counts open snapshots and iterators.
+	OpenSnapshots int
+	// Recovery describes what Open found.
+	Recovery RecoveryStats
+	// WriteError is the error that stopped writes, if any.
+	WriteError error
+}
+
+// Stats returns a summary of the database.
+func (db *DB) Stats() Stats {
+	active := db.active.Load()
+	db.cmu.Lock()
+	werr := db.writeErr
+	db.cmu.Unlock()
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	s := Stats{
+		Keys:          db.tree.Len(),
+		ExpiringKeys:  len(db.expiring),
+		Version:       db.version,
+		OpenSnapshots: db.snapshots,
+		Recovery:      db.recovery,
+		WriteError:    werr,
+	}
+	for id, f := range db.files {
+		st := db.fstats[id]
+		fs := FileStats{ID: id, Size: f.Size(), Active: active != nil && active.ID == id}
+		if st != nil {
+			fs.LiveBytes, fs.LiveKeys = st.live, st.liveKeys
+			fs.DeadBytes = st.dead
+		}
+		s.LiveBytes += fs.LiveBytes
+		s.DeadBytes += fs.DeadBytes
+		s.DiskBytes += fs.Size
+		s.Files = append(s.Files, fs)
+	}
+	slices.SortFunc(s.Files, func(a, b FileStats) int { return cmp.Compare(a.ID, b.ID) })
+	return s
+}

@@ -1,0 +1,13 @@
+//go:build !(darwin || dragonfly || freebsd || linux || netbsd || openbsd)
+
+package vfs
+
+import (
+	"io"
+	"io/fs"
+)
+
+// lockFile reports that this system has no flock.
+func lockFile(name string) (io.Closer, error) {
+	return nil, &fs.PathError{Op: "lock", Path: name, Err: ErrUnsupported}
+}

@@ -1,0 +1,232 @@
+package caskade
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/caskade/caskade/internal/record"
+)
+
+// Set sets key to value. It returns once the write is applied and, under
+// SyncAlways, durable. It does not retain key or value.
+func (db *DB) Set(key, value []byte) error {
+	return db.write1(op{kind: opSet, key: key, value: value})
+}
+
+// SetWithTTL sets key to value, expiring after ttl, which must be positive
+// (ErrInvalidTTL otherwise). The expiry is stored as an absolute time.
+func (db *DB) SetWithTTL(key, value []byte, ttl time.Duration) error {
+	exp, err := db.expiryAfter(ttl)
+	if err != nil {
+		return err
+	}
+	return db.write1(op{kind: opSet, key: key, value: value, expiry: exp})
+}
+
+// SetWithExpiry sets key to value, expiring at t. A t in the past deletes
+// the key; the zero Time means no expiry.
+func (db *DB) SetWithExpiry(key, value []byte, t time.Time) error {
+	o := op{kind: opSet, key: key, value: value, expiry: expiryAt(t)}
+	if !t.IsZero() && o.expiry <= db.nowMs() {
+		o = op{kind: opDelete, key: key}
+	}
+	return db.write1(o)
+}
+
+// Delete removes key. Deleting a missing key is not an error.
+func (db *DB) Delete(key []byte) error {
+	return db.write1(op{kind: opDelete, key: key})
+}
+
+// DeleteRange removes every key in [begin, end); a nil end means to the end
+// of the key space. The deletion is one atomic commit.
+func (db *DB) DeleteRange(begin, end []byte) error {
+	if end != nil && bytes.Compare(begin, end) > 0 {
+		return ErrInvalidRange
+	}
+	_, err := db.commitChecked([]op{{kind: opDeleteRange, key: begin, value: end}})
+	return err
+}
+
+// Expire sets key to expire after ttl; a ttl <= 0 deletes it at once, as
+// Redis's EXPIRE does. It reports whether the key existed. Changing the
+// expiry rewrites the record, so it costs a read and a write of the value.
+func (db *DB) Expire(key []byte, ttl time.Duration) (bool, error) {
+	exp := db.nowMs() + ttl.Milliseconds()
+	if ttl > 0 && ttl < time.Millisecond {
+		exp++
+	}
+	return db.expire(key, max(exp, 1))
+}
+
+// ExpireAt sets key to expire at t (a time in the past deletes it). It
+// reports whether the key existed.
+func (db *DB) ExpireAt(key []byte, t time.Time) (bool, error) {
+	return db.expire(key, max(expiryAt(t), 1))
+}
+
+// Persist removes key's expiry. It reports whether the key existed.
+func (db *DB) Persist(key []byte) (bool, error) {
+	return db.expire(key, 0)
+}
+
+func (db *DB) expire(key []byte, exp int64) (bool, error) {
+	ops := []op{{kind: opExpire, key: key, expiry: exp}}
+	if err := db.checkOps(ops); err != nil {
+		return false, err
+	}
+	_, err := db.commit(ops)
+	return ops[0].found, err
+}
+
+func (db *DB) write1(o op) error {
+	ops := [1]op{o}
+	_, err := db.commitChecked(ops[:])
+	return err
+}
+
+func (db *DB) commitChecked(ops []op) (uint64, error) {
+	if err := db.checkOps(ops); err != nil {
+		return 0, err
+	}
+	return db.commit(ops)
+}
+
+// checkOps enforces the size limits before anything is queued.
+func (db *DB) checkOps(ops []op) error {
+	total := 0
+	for i := range ops {
+		o := &ops[i]
+		if len(o.key) > db.opts.MaxKeySize {
+			return fmt.Errorf("%w: %d bytes, limit %d", ErrKeyTooLarge, len(o.key), db.opts.MaxKeySize)
+		}
+		if o.kind == opSet && len(o.value) > db.opts.MaxValueSize {
+			return fmt.Errorf("%w: %d bytes, limit %d", ErrValueTooLarge, len(o.value), db.opts.MaxValueSize)
+		}
+		if o.kind == opDeleteRange && len(o.value) > db.opts.MaxKeySize {
+			return fmt.Errorf("%w: %d bytes, limit %d", ErrKeyTooLarge, len(o.value), db.opts.MaxKeySize)
+		}
+		total += record.EncodedSize(o.key, o.value)
+	}
+	if total > db.opts.MaxBatchSize {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, total, db.opts.MaxBatchSize)
+	}
+	return nil
+}
+
+func (db *DB) expiryAfter(ttl time.Duration) (int64, error) {
+	if ttl <= 0 {
+		return 0, fmt.Errorf("%w: %v", ErrInvalidTTL, ttl)
+	}
+	ms := ttl.Milliseconds()
+	if ttl%time.Millisecond != 0 {
+		ms++ // round up: never expire early
+	}
+	return db.nowMs() + ms, nil
+}
+
+// expiryAt converts t to Unix milliseconds; the zero Time is 0 (never).
+func expiryAt(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return max(t.UnixMilli(), 1)
+}
+
+// Batch collects writes to apply atomically with DB.Write: after a crash
+// either all of them are present or none. A Batch copies the keys and
+// values given to it. It is not safe for concurrent use; it may be reused
+// after Reset.
+type Batch struct {
+	ops []op
+	buf []byte
+	err error
+}
+
+// Set adds a write of key = value.
+func (b *Batch) Set(key, value []byte) {
+	b.ops = append(b.ops, op{kind: opSet, key: b.keep(key), value: b.keep(value)})
+}
+
+// SetWithExpiry adds a write of key = value expiring at t (zero: never).
+func (b *Batch) SetWithExpiry(key, value []byte, t time.Time) {
+	b.ops = append(b.ops, op{kind: opSet, key: b.keep(key), value: b.keep(value), expiry: expiryAt(t)})
+}
+
+// SetWithTTL adds a write of key = value expiring ttl after the batch is
+// written; ttl must be positive, or Write fails with ErrInvalidTTL.
+func (b *Batch) SetWithTTL(key, value []byte, ttl time.Duration) {
+	if ttl <= 0 && b.err == nil {
+		b.err = fmt.Errorf("%w: %v", ErrInvalidTTL, ttl)
+	}
+	// Write makes the expiry absolute.
+	b.ops = append(b.ops, op{kind: opSet, key: b.keep(key), value: b.keep(value), ttl: ttl})
+}
+
+// Delete adds a deletion of key.
+func (b *Batch) Delete(key []byte) {
+	b.ops = append(b.ops, op{kind: opDelete, key: b.keep(key)})
+}
+
+// DeleteRange adds a deletion of every key in [begin, end); nil end means
+// to the end of the key space.
+func (b *Batch) DeleteRange(begin, end []byte) {
+	if end != nil && bytes.Compare(begin, end) > 0 && b.err == nil {
+		b.err = ErrInvalidRange
+	}
+	var e []byte
+	if end != nil {
+		e = b.keep(end)
+	}
+	b.ops = append(b.ops, op{kind: opDeleteRange, key: b.keep(begin), value: e})
+}
+
+// Len returns the number of writes in the batch.
+func (b *Batch) Len() int { return len(b.ops) }
+
+// Reset empties the batch for reuse.
+func (b *Batch) Reset() {
+	clear(b.ops)
+	b.ops, b.buf, b.err = b.ops[:0], b.buf[:0], nil
+}
+
+// keep copies p into storage owned by the batch. Slices handed out earlier
+// stay valid: when buf must grow, a new array is started.
+func (b *Batch) keep(p []byte) []byte {
+	if len(p) > cap(b.buf)-len(b.buf) {
+		b.buf = make([]byte, 0, max(len(p), 2*cap(b.buf), 4096))
+	}
+	n := len(b.buf)
+	b.buf = append(b.buf, p...)
+	return b.buf[n:len(b.buf):len(b.buf)]
+}
+
+// Write applies the batch atomically. It returns once the batch is applied
+// and, under SyncAlways, durable. The batch is unchanged and may be written
+// again or Reset.
+func (db *DB) Write(b *Batch) error {
+	if b.err != nil {
+		return b.err
+	}
+	if len(b.ops) == 0 {
+		return nil
+	}
+	ops := make([]op, len(b.ops))
+	copy(ops, b.ops)
+	now := db.nowMs()
+	for i := range ops {
+		if ops[i].ttl != 0 {
+			exp, err := db.expiryAfter(ops[i].ttl)
+			if err != nil {
+				return err
+			}
+			ops[i].expiry, ops[i].ttl = exp, 0
+		}
+		if ops[i].kind == opSet && ops[i].expiry != 0 && ops[i].expiry <= now {
+			ops[i] = op{kind: opDelete, key: ops[i].key}
+		}
+	}
+	_, err := db.commitChecked(ops)
+	return err
+}
