@@ -1,0 +1,140 @@
+package caskade
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
+	"testing"
+)
+
+func benchKey(i uint64) []byte {
+	k := make([]byte, 16)
+	binary.BigEndian.PutUint64(k[8:], i*0x9E3779B97F4A7C15)
+	copy(k, "bench-ke")
+	return k
+}
+
+func benchOpen(b *testing.B, sync SyncPolicy) *DB {
+	b.Helper()
+	db, err := Open(b.TempDir(), &Options{Sync: sync})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	return db
+}
+
+func BenchmarkSet(b *testing.B) {
+	val := make([]byte, 100)
+	for _, sync := range []SyncPolicy{SyncNone, SyncEverySec, SyncAlways} {
+		for _, g := range []int{1, 16, 64} {
+			b.Run(fmt.Sprintf("sync=%s/goroutines=%d", sync, g), func(b *testing.B) {
+				db := benchOpen(b, sync)
+				var n atomic.Uint64
+				b.SetBytes(116)
+				b.ReportAllocs()
+				b.SetParallelism(max(1, g/runtime.GOMAXPROCS(0)))
+				if g == 1 {
+					for i := 0; b.Loop(); i++ {
+						if err := db.Set(benchKey(uint64(i)), val); err != nil {
+							b.Fatal(err)
+						}
+					}
+					return
+				}
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := db.Set(benchKey(n.Add(1)), val); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+func loadBench(b *testing.B, n int) *DB {
+	b.Helper()
+	db := benchOpen(b, SyncNone)
+	val := make([]byte, 100)
+	var batch Batch
+	for i := range n {
+		batch.Set(benchKey(uint64(i)), val)
+		if batch.Len() == 1000 {
+			if err := db.Write(&batch); err != nil {
+				b.Fatal(err)
+			}
+			batch.Reset()
+		}
+	}
+	if err := db.Write(&batch); err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
+func BenchmarkGet(b *testing.B) {
+	const n = 100_000
+	db := loadBench(b, n)
+	b.Run("goroutines=1", func(b *testing.B) {
+		r := rand.New(rand.NewPCG(1, 1))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := db.Get(benchKey(r.Uint64N(n))); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			r := rand.New(rand.NewPCG(rand.Uint64(), 1))
+			for pb.Next() {
+				if _, err := db.Get(benchKey(r.Uint64N(n))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+func BenchmarkRangeScan1000(b *testing.B) {
+	const n = 100_000
+	db := loadBench(b, n)
+	r := rand.New(rand.NewPCG(1, 1))
+	b.ReportAllocs()
+	for b.Loop() {
+		it, err := db.NewIterator(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := 0
+		for ok := it.Seek(benchKey(r.Uint64N(n))); ok && c < 1000; ok = it.Next() {
+			if it.Value() == nil {
+				b.Fatal(it.Err())
+			}
+			c++
+		}
+		it.Close()
+	}
+}
+
+func BenchmarkOpen(b *testing.B) {
+	const n = 200_000
+	db := loadBench(b, n)
+	dir := db.Dir()
+	db.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		db, err := Open(dir, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		db.Close()
+	}
+}
