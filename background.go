@@ -37,7 +37,7 @@ func (db *DB) writeHint(id uint32) {
 		var sr segment.ScanResult
 		sr, err = segment.ScanData(b, path, segment.ScanStrict, db.lim)
 		if err == nil {
-			err = segment.WriteHints(db.fs, db.dir, id, sr.Hints, sr.End)
+			err = segment.WriteHints(db.fs, db.dir, id, segment.BuildHints(sr.Hints, sr.End))
 		}
 	}
 	if err != nil {

@@ -226,7 +226,7 @@ func (db *DB) runGroup(group []*commitReq) {
 	if readErr != nil {
 		err = readErr
 	} else if len(buf) > 0 {
-		err = db.writeGroup(buf, applies)
+		err = db.writeGroup(buf, applies, ver)
 	}
 	if err == nil {
 		db.lastVer = ver
@@ -258,10 +258,10 @@ func (db *DB) keysInRange(begin, end []byte, overlay map[string]int, applies []a
 	defer it.Release()
 	for ok := it.Seek(begin); ok; ok = it.Next() {
 		k := it.Key()
-		if end != nil && k >= string(end) {
+		if end != nil && bytes.Compare(k, end) >= 0 {
 			break
 		}
-		keys = append(keys, []byte(k))
+		keys = append(keys, k)
 	}
 	for k, i := range overlay {
 		if !applies[i].del && k >= string(begin) && (end == nil || k < string(end)) {
@@ -290,8 +290,8 @@ func (db *DB) valueFor(key []byte, e keydir.Entry, applies []apply, buf []byte) 
 // writeGroup appends a group's records to the active data file (starting a
 // new one if needed) and syncs them under SyncAlways. It turns the applies'
 // relative offsets into file offsets.
-func (db *DB) writeGroup(buf []byte, applies []apply) error {
-	f, err := db.activeFor(int64(len(buf)))
+func (db *DB) writeGroup(buf []byte, applies []apply, lastVer uint64) error {
+	f, err := db.activeFor(int64(len(buf)), lastVer)
 	if err != nil {
 		return err
 	}
@@ -321,10 +321,14 @@ func (db *DB) writeGroup(buf []byte, applies []apply) error {
 
 // activeFor returns the file the next n bytes go to, sealing the active one
 // and starting another when it would grow past MaxFileSize.
-func (db *DB) activeFor(n int64) (*segment.File, error) {
+func (db *DB) activeFor(n int64, lastVer uint64) (*segment.File, error) {
 	f := db.active.Load()
-	if f != nil && (f.Size() == record.FileHeaderSize || f.Size()+n <= db.opts.MaxFileSize) {
+	if f != nil && (f.Size() == record.FileHeaderSize || f.Size()+n <= db.opts.MaxFileSize) &&
+		f.Size()+n <= keydir.MaxOffset && lastVer-db.activeBase <= keydir.MaxVersionDelta {
 		return f, nil
+	}
+	if db.nextID > keydir.MaxFileID {
+		return nil, db.stopWrites(fmt.Errorf("data file ids exhausted (%d); merge the database", db.nextID))
 	}
 	if f != nil {
 		// Seal: make it durable whatever the policy, so that only the newest
@@ -343,7 +347,10 @@ func (db *DB) activeFor(n int64) (*segment.File, error) {
 		return nil, fmt.Errorf("caskade: create data file: %w", err)
 	}
 	db.nextID++
+	// Versions of this file's entries are kept relative to its first one.
+	db.activeBase = db.lastVer + 1
 	db.mu.Lock()
+	db.tree.SetFileBase(nf.ID, db.activeBase)
 	db.files[nf.ID] = nf
 	db.fstats[nf.ID] = &fileStat{}
 	db.mu.Unlock()
@@ -384,16 +391,15 @@ func (db *DB) applyGroup(applies []apply, ver uint64) {
 				delete(db.expiring, string(a.key))
 			}
 		} else {
-			ks := string(a.key)
 			e := keydir.Entry{FileID: f.ID, ValLen: a.valLen, Offset: a.rel, Version: a.version, Expiry: a.expiry}
-			old, had = db.tree.SetString(ks, e)
+			old, had = db.tree.Set(a.key, e)
 			st := db.fstats[f.ID]
 			st.live += a.size
 			st.liveKeys++
 			if a.expiry != 0 {
-				db.expiring[ks] = struct{}{}
+				db.expiring[string(a.key)] = struct{}{}
 			} else if had && old.Expiry != 0 {
-				delete(db.expiring, ks)
+				delete(db.expiring, string(a.key))
 			}
 		}
 		if had {

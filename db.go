@@ -1,6 +1,7 @@
 package caskade
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -52,12 +53,13 @@ type DB struct {
 	writeErr error // sticky: see ErrWritesStopped
 
 	// Owned by the commit leader.
-	active  atomic.Pointer[segment.File]
-	nextID  uint32
-	lastVer uint64
-	wbuf    []byte
-	applies []apply
-	sealed  []uint32 // sealed files waiting for a hint file
+	active     atomic.Pointer[segment.File]
+	nextID     uint32
+	lastVer    uint64
+	activeBase uint64 // base version of the active file
+	wbuf       []byte
+	applies    []apply
+	sealed     []uint32 // sealed files waiting for a hint file
 
 	dirty atomic.Bool // unsynced appends (SyncEverySec, SyncNone)
 	stop  chan struct{}
@@ -163,10 +165,9 @@ func (db *DB) takeLock() error {
 // fileResult is what recovery learned from one data file.
 type fileResult struct {
 	id       uint32
-	hints    []record.Hint // keys alias keys
-	keys     []byte
-	size     int64 // valid length
-	maxVer   uint64
+	hints    []byte // validated hint file contents: one entry per key, sorted
+	info     segment.HintInfo
+	size     int64 // valid length of the data file
 	torn     int64
 	damage   []segment.Damage
 	fromHint bool
@@ -174,6 +175,10 @@ type fileResult struct {
 	err      error
 }
 
+// recover rebuilds the key directory. Workers read every file's hint file
+// (or scan the data file and build one) in parallel; then one pass merges
+// the sorted hint files, newest version of each key winning, straight into
+// a bulk-loaded tree.
 func (db *DB) recover() error {
 	start := time.Now()
 	names, err := db.fs.List(db.dir)
@@ -206,56 +211,29 @@ func (db *DB) recover() error {
 		db.nextID = ids[len(ids)-1] + 1
 	}
 
-	// Workers read files in parallel, in id order; the key directory is
-	// built in id order as results arrive. Tokens bound how far workers run
-	// ahead of the builder, and so the memory held in results.
-	workers := min(db.opts.RecoveryWorkers, max(len(ids), 1))
-	results := make([]chan fileResult, len(ids))
-	for i := range results {
-		results[i] = make(chan fileResult, 1)
-	}
+	results := make([]fileResult, len(ids))
 	next := make(chan int)
-	tokens := make(chan struct{}, 2*workers)
-	quit := make(chan struct{})
 	var wg sync.WaitGroup
-	for range workers {
+	for range min(db.opts.RecoveryWorkers, max(len(ids), 1)) {
 		wg.Go(func() {
 			for i := range next {
-				results[i] <- db.recoverFile(ids[i], i == len(ids)-1, hasHint[ids[i]])
+				results[i] = db.recoverFile(ids[i], i == len(ids)-1, hasHint[ids[i]])
 			}
 		})
 	}
-	go func() {
-		defer close(next)
-		for i := range ids {
-			select {
-			case tokens <- struct{}{}:
-			case <-quit:
-				return
-			}
-			select {
-			case next <- i:
-			case <-quit:
-				return
-			}
-		}
-	}()
-	var firstErr error
 	for i := range ids {
-		r := <-results[i]
-		<-tokens
-		if r.err != nil {
-			firstErr = r.err
-			break
-		}
-		db.applyRecovered(r)
+		next <- i
 	}
-	close(quit)
+	close(next)
 	wg.Wait()
-	if firstErr != nil {
-		return firstErr
+	for _, r := range results {
+		if r.err != nil {
+			return r.err
+		}
 	}
-	db.finishRecovery()
+	if err := db.mergeRecovered(results); err != nil {
+		return err
+	}
 	db.recovery.Duration = time.Since(start)
 	if db.recovery.Files > 0 {
 		db.opts.Logger.Info("caskade: recovered", "dir", db.dir, "files", db.recovery.Files,
@@ -279,10 +257,9 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool) fileResult {
 		hintPath := filepath.Join(db.dir, segment.HintName(id))
 		b, err := segment.ReadAll(db.fs, hintPath)
 		if err == nil {
-			var hints []record.Hint
-			hints, res.maxVer, err = segment.ReadHints(b, st.Size(), db.lim)
+			res.info, err = segment.ReadHints(b, st.Size(), db.lim)
 			if err == nil {
-				res.hints, res.keys, res.size, res.fromHint = hints, b, st.Size(), true
+				res.hints, res.size, res.fromHint = b, st.Size(), true
 				return res
 			}
 		}
@@ -302,30 +279,18 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool) fileResult {
 	}
 	sr, err := segment.ScanData(b, dataPath, mode, db.lim)
 	if err != nil {
-		var ce *segment.CorruptError
-		if errors.As(err, &ce) {
-			res.err = &CorruptionError{Path: ce.Path, Offset: ce.Offset, Err: ce.Err}
-		} else {
-			res.err = err
-		}
+		res.err = corruption(err)
 		return res
 	}
-	res.maxVer, res.torn, res.damage, res.size = sr.MaxVersion, sr.Torn, sr.Damage, sr.End
+	res.torn, res.damage, res.size = sr.Torn, sr.Damage, sr.End
 	if len(sr.Damage) > 0 {
 		res.size = int64(len(b))
 	}
-	// Copy the keys out so the file's buffer can be freed.
-	n := 0
-	for _, h := range sr.Hints {
-		n += len(h.Key)
+	res.hints = segment.BuildHints(sr.Hints, res.size)
+	if res.info, err = segment.ReadHints(res.hints, res.size, db.lim); err != nil {
+		res.err = fmt.Errorf("caskade: hints built for %s: %w", dataPath, err)
+		return res
 	}
-	res.keys = make([]byte, 0, n)
-	for i := range sr.Hints {
-		k := len(res.keys)
-		res.keys = append(res.keys, sr.Hints[i].Key...)
-		sr.Hints[i].Key = res.keys[k:len(res.keys):len(res.keys)]
-	}
-	res.hints = sr.Hints
 	if db.opts.ReadOnly {
 		return res
 	}
@@ -342,11 +307,20 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool) fileResult {
 		}
 	}
 	if len(res.damage) == 0 {
-		if err := segment.WriteHints(db.fs, db.dir, id, res.hints, res.size); err != nil {
+		if err := segment.WriteHints(db.fs, db.dir, id, res.hints); err != nil {
 			db.opts.Logger.Warn("caskade: cannot write hint file", "file", dataPath, "err", err)
 		}
 	}
 	return res
+}
+
+// corruption turns a segment's corruption report into the public error.
+func corruption(err error) error {
+	var ce *segment.CorruptError
+	if errors.As(err, &ce) {
+		return &CorruptionError{Path: ce.Path, Offset: ce.Offset, Err: ce.Err}
+	}
+	return err
 }
 
 func (db *DB) cutTornTail(id uint32, path string, size int64) error {
@@ -370,63 +344,111 @@ func (db *DB) cutTornTail(id uint32, path string, size int64) error {
 	return nil
 }
 
-// applyRecovered adds one file's records to the key directory. Files arrive
-// in id order and records in file order, but the version check keeps the
-// outcome right whatever the order.
-func (db *DB) applyRecovered(r fileResult) {
-	db.recovery.Files++
-	if r.fromHint {
-		db.recovery.FromHints++
-	}
-	db.recovery.TornBytes += r.torn
-	db.recovery.Salvaged += len(r.damage)
-	db.recovery.MaxVersion = max(db.recovery.MaxVersion, r.maxVer)
-	for _, d := range r.damage {
-		db.opts.Logger.Error("caskade: salvage skipped damaged range", "file", segment.DataName(r.id),
-			"offset", d.Offset, "end", d.End, "err", d.Err)
-	}
-	if r.removed {
-		return
-	}
-	now := db.nowMs()
-	for _, h := range r.hints {
-		if old, ok := db.tree.Get(h.Key); ok && old.Version > h.Version {
-			continue
-		}
-		if h.Kind == record.KindDelete || (h.Expiry != 0 && h.Expiry <= now) {
-			db.tree.Delete(h.Key)
-			continue
-		}
-		db.tree.Set(h.Key, keydir.Entry{FileID: r.id, ValLen: h.ValLen, Offset: h.Offset, Version: h.Version, Expiry: h.Expiry})
-	}
-	st := &fileStat{dead: r.size - record.FileHeaderSize}
-	db.fstats[r.id] = st
-	f, err := segment.Open(db.fs, db.dir, r.id, r.size, false)
-	if err != nil {
-		// Opening a file just read should not fail; surface it on first use.
-		db.opts.Logger.Error("caskade: cannot open data file", "file", segment.DataName(r.id), "err", err)
-		return
-	}
-	db.files[r.id] = f
+// hintHeap orders hint cursors by key, then newest version first.
+type hintHeap []*recCursor
+
+type recCursor struct {
+	*segment.HintCursor
+	file int // index in results
 }
 
-// finishRecovery computes live bytes per file and the set of expiring keys.
-func (db *DB) finishRecovery() {
-	db.version = db.recovery.MaxVersion
-	it := db.tree.Iter()
-	defer it.Release()
-	for ok := it.First(); ok; ok = it.Next() {
-		e := it.Entry()
-		size := record.HeaderSize + int64(len(it.Key())) + int64(e.ValLen)
-		if st := db.fstats[e.FileID]; st != nil {
-			st.live += size
-			st.dead -= size
-			st.liveKeys++
+func (h hintHeap) less(i, j int) bool {
+	a, b := h[i].Hint(), h[j].Hint()
+	if c := bytes.Compare(a.Key, b.Key); c != 0 {
+		return c < 0
+	}
+	return a.Version > b.Version
+}
+
+func (h hintHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
 		}
-		if e.Expiry != 0 {
-			db.expiring[it.Key()] = struct{}{}
+		m := l
+		if r := l + 1; r < len(h) && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// mergeRecovered merges the files' sorted hints into the key directory.
+func (db *DB) mergeRecovered(results []fileResult) error {
+	loader := keydir.NewLoader()
+	tree := loader.Tree()
+	var h hintHeap
+	for i := range results {
+		r := &results[i]
+		db.recovery.Files++
+		if r.fromHint {
+			db.recovery.FromHints++
+		}
+		db.recovery.TornBytes += r.torn
+		db.recovery.Salvaged += len(r.damage)
+		for _, d := range r.damage {
+			db.opts.Logger.Error("caskade: salvage skipped damaged range", "file", segment.DataName(r.id),
+				"offset", d.Offset, "end", d.End, "err", d.Err)
+		}
+		if r.removed {
+			continue
+		}
+		if r.id > keydir.MaxFileID || (r.info.Entries > 0 && r.info.MaxVersion-r.info.MinVersion > keydir.MaxVersionDelta) {
+			return &CorruptionError{Path: filepath.Join(db.dir, segment.DataName(r.id)),
+				Err: fmt.Errorf("file id or version range out of bounds (versions %d to %d)", r.info.MinVersion, r.info.MaxVersion)}
+		}
+		tree.SetFileBase(r.id, r.info.MinVersion)
+		db.recovery.MaxVersion = max(db.recovery.MaxVersion, r.info.MaxVersion)
+		db.fstats[r.id] = &fileStat{dead: r.size - record.FileHeaderSize}
+		f, err := segment.Open(db.fs, db.dir, r.id, r.size, false)
+		if err != nil {
+			return fmt.Errorf("caskade: open %s: %w", segment.DataName(r.id), err)
+		}
+		db.files[r.id] = f
+		if c := segment.NewHintCursor(r.hints); c.Valid() {
+			h = append(h, &recCursor{c, i})
 		}
 	}
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+	now := db.nowMs()
+	for len(h) > 0 {
+		top := h[0]
+		best := *top.Hint() // the key aliases a hint buffer that stays put
+		id := results[top.file].id
+		// Advance every cursor at this key; the first popped is the newest.
+		for len(h) > 0 && bytes.Equal(h[0].Hint().Key, best.Key) {
+			h[0].Next()
+			if !h[0].Valid() {
+				h[0] = h[len(h)-1]
+				h = h[:len(h)-1]
+			}
+			if len(h) > 0 {
+				h.down(0)
+			}
+		}
+		if best.Kind == record.KindDelete || (best.Expiry != 0 && best.Expiry <= now) {
+			continue
+		}
+		loader.Add(best.Key, keydir.Entry{FileID: id, ValLen: best.ValLen, Offset: best.Offset, Version: best.Version, Expiry: best.Expiry})
+		size := record.HeaderSize + int64(len(best.Key)) + int64(best.ValLen)
+		st := db.fstats[id]
+		st.live += size
+		st.dead -= size
+		st.liveKeys++
+		if best.Expiry != 0 {
+			db.expiring[string(best.Key)] = struct{}{}
+		}
+	}
+	db.tree = loader.Finish()
+	db.version = db.recovery.MaxVersion
+	return nil
 }
 
 func (db *DB) nowMs() int64 { return db.opts.Now().UnixMilli() }

@@ -62,10 +62,10 @@ func (i *Iterator) settle(ok, forward bool) bool {
 	}
 	for ok {
 		k := i.it.Key()
-		if forward && i.hi != nil && k >= string(i.hi) {
+		if forward && i.hi != nil && bytes.Compare(k, i.hi) >= 0 {
 			break
 		}
-		if !forward && k < string(i.lo) {
+		if !forward && bytes.Compare(k, i.lo) < 0 {
 			break
 		}
 		e := i.it.Entry()

@@ -1,17 +1,34 @@
 // Package keydir is caskade's in-memory key directory: an ordered map from
 // key to the location, commit version and expiry of the key's newest record.
-// It is a B-tree (tidwall/btree) whose clones are O(1) copy-on-write
-// snapshots: a clone shares every node with its source until one of them
-// changes a node.
 //
-// A Tree is not safe for concurrent use, but a Clone may be read by any number
-// of goroutines while its source (or another clone) is being changed.
+// It is a copy-on-write B+tree built for memory per key. Items are 24 bytes
+// and hold no pointers: the key lives in an append-only arena (see arena.go)
+// and the item keeps an 8-byte reference to it; the location packs the file
+// id and offset into 8 bytes; the version is stored as a 32-bit delta from a
+// per-file base version (see SetFileBase); the expiry, which few keys have,
+// is stored in the arena after the key. Bulk loading (Load) fills every
+// node, so a freshly opened directory costs about 24 bytes per key plus the
+// key itself.
+//
+// Clone returns an O(1) snapshot: the two trees share every node until one
+// of them changes it (path copying). A Tree is not safe for concurrent use,
+// but any number of goroutines may read clones while the tree they were
+// cloned from is changed. Clones are read-only.
 package keydir
 
 import (
-	"unsafe"
+	"bytes"
+	"fmt"
+	"sync/atomic"
+)
 
-	"github.com/tidwall/btree"
+// Limits of the packed item; the database keeps within them (it starts a new
+// data file before an offset, a file id or a version delta would overflow).
+const (
+	MaxFileID       = 1<<24 - 1
+	MaxOffset       = 1<<40 - 1
+	MaxValLen       = 1<<30 - 1
+	MaxVersionDelta = 1<<32 - 1
 )
 
 // Entry is what the directory knows about a key without a disk read.
@@ -26,96 +43,387 @@ type Entry struct {
 // Expired reports whether the entry has expired at nowMs (Unix milliseconds).
 func (e Entry) Expired(nowMs int64) bool { return e.Expiry != 0 && e.Expiry <= nowMs }
 
+const (
+	maxItems   = 64 // items per leaf
+	maxKids    = 64 // children per inner node
+	flagExpiry = 1 << 30
+	vlenMask   = 1<<30 - 1
+)
+
 type item struct {
-	key string
-	e   Entry
+	kref uint64 // arena reference of the key
+	loc  uint64 // file id << 40 | offset
+	ver  uint32 // version - base version of the file
+	meta uint32 // value length | flagExpiry
 }
 
-func less(a, b item) bool { return a.key < b.key }
+type node struct {
+	gen   uint64   // generation of the tree that may change this node in place
+	n     int      // items (leaf) or children (inner)
+	items []item   // leaf only, len maxItems
+	keys  []uint64 // inner only: keys[i] (an arena reference) is the least key under kids[i+1]
+	kids  []*node  // inner only, len maxKids
+}
+
+func (n *node) leaf() bool { return n.kids == nil }
+
+var generations atomic.Uint64
+
+// fileBases maps file ids to base versions. Entries are written once, before
+// any item of the file is inserted, and shared by clones.
+type fileBases struct {
+	t [1 << 12]*[1 << 12]uint64
+}
+
+func (f *fileBases) get(id uint32) uint64 {
+	if l := f.t[id>>12]; l != nil {
+		return l[id&(1<<12-1)]
+	}
+	return 0
+}
+
+func (f *fileBases) set(id uint32, base uint64) {
+	if f.t[id>>12] == nil {
+		f.t[id>>12] = new([1 << 12]uint64)
+	}
+	f.t[id>>12][id&(1<<12-1)] = base
+}
 
 // Tree is the ordered key directory.
 type Tree struct {
-	bt *btree.BTreeG[item]
+	root     *node
+	gen      uint64
+	count    int
+	ar       *arena
+	bases    *fileBases
+	readOnly bool
 }
 
 // New returns an empty Tree.
 func New() *Tree {
-	return &Tree{bt: btree.NewBTreeGOptions(less, btree.Options{NoLocks: true})}
+	return &Tree{gen: generations.Add(1), ar: newArena(), bases: new(fileBases)}
 }
 
-// probe returns a search item whose key aliases b; it must not be stored.
-func probe(b []byte) item {
-	return item{key: unsafe.String(unsafe.SliceData(b), len(b))}
+// SetFileBase sets the version that entries of file id are stored relative
+// to: every entry of the file must have Version in [base, base+MaxVersionDelta].
+// It must be called once per file, before the file's first entry.
+func (t *Tree) SetFileBase(id uint32, base uint64) {
+	t.mutable()
+	if id > MaxFileID {
+		panic(fmt.Sprintf("keydir: file id %d out of range", id))
+	}
+	t.bases.set(id, base)
+}
+
+// FileBase returns the base version of file id.
+func (t *Tree) FileBase(id uint32) uint64 { return t.bases.get(id) }
+
+func (t *Tree) mutable() {
+	if t.readOnly {
+		panic("keydir: a clone is read-only")
+	}
 }
 
 // Len returns the number of keys, expired or not.
-func (t *Tree) Len() int { return t.bt.Len() }
+func (t *Tree) Len() int { return t.count }
+
+// ArenaBytes reports the key bytes the arena holds for live keys and the
+// bytes that deletions and rewrites left unreferenced (reclaimed by Compact).
+func (t *Tree) ArenaBytes() (live, dead int64) { return t.ar.live - t.ar.dead, t.ar.dead }
+
+// Clone returns an O(1) read-only copy-on-write snapshot.
+func (t *Tree) Clone() *Tree {
+	c := *t
+	c.gen, c.readOnly = generations.Add(1), true
+	t.gen = generations.Add(1)
+	return &c
+}
+
+func (t *Tree) entry(it item) Entry {
+	fid := uint32(it.loc >> 40)
+	e := Entry{
+		FileID:  fid,
+		ValLen:  it.meta & vlenMask,
+		Offset:  int64(it.loc & MaxOffset),
+		Version: t.bases.get(fid) + uint64(it.ver),
+	}
+	if it.meta&flagExpiry != 0 {
+		e.Expiry = t.ar.expiry(it.kref)
+	}
+	return e
+}
+
+// pack fills the non-key fields of it from e.
+func (t *Tree) pack(it *item, e Entry) {
+	base := t.bases.get(e.FileID)
+	if e.FileID > MaxFileID || e.Offset < 0 || e.Offset > MaxOffset || e.ValLen > MaxValLen ||
+		e.Version < base || e.Version-base > MaxVersionDelta {
+		panic(fmt.Sprintf("keydir: entry %+v out of range (file base %d)", e, base))
+	}
+	it.loc = uint64(e.FileID)<<40 | uint64(e.Offset)
+	it.ver = uint32(e.Version - base)
+	it.meta = e.ValLen
+	if e.Expiry != 0 {
+		it.meta |= flagExpiry
+	}
+}
+
+func (t *Tree) keyOf(ref uint64) []byte { return t.ar.key(ref) }
+
+// searchLeaf returns the index of the first item >= key and whether it is
+// equal.
+func (t *Tree) searchLeaf(n *node, key []byte) (int, bool) {
+	lo, hi := 0, n.n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(t.keyOf(n.items[m].kref), key) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < n.n && bytes.Equal(t.keyOf(n.items[lo].kref), key)
+}
+
+// searchInner returns the index of the child that may hold key.
+func (t *Tree) searchInner(n *node, key []byte) int {
+	lo, hi := 0, n.n-1
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(t.keyOf(n.keys[m]), key) <= 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
 
 // Get returns the entry for key.
 func (t *Tree) Get(key []byte) (Entry, bool) {
-	it, ok := t.bt.Get(probe(key))
-	return it.e, ok
+	n := t.root
+	if n == nil {
+		return Entry{}, false
+	}
+	for !n.leaf() {
+		n = n.kids[t.searchInner(n, key)]
+	}
+	i, ok := t.searchLeaf(n, key)
+	if !ok {
+		return Entry{}, false
+	}
+	return t.entry(n.items[i]), true
 }
 
-// Set stores e for key, copying key, and returns the entry it replaced.
+func (t *Tree) newLeaf() *node {
+	return &node{gen: t.gen, items: make([]item, maxItems)}
+}
+
+func (t *Tree) newInner() *node {
+	return &node{gen: t.gen, keys: make([]uint64, maxKids-1), kids: make([]*node, maxKids)}
+}
+
+// mut returns n, or a copy of it that this tree may change.
+func (t *Tree) mut(n *node) *node {
+	if n.gen == t.gen {
+		return n
+	}
+	c := &node{gen: t.gen, n: n.n}
+	if n.leaf() {
+		c.items = make([]item, maxItems)
+		copy(c.items, n.items[:n.n])
+	} else {
+		c.keys = make([]uint64, maxKids-1)
+		c.kids = make([]*node, maxKids)
+		copy(c.keys, n.keys[:n.n-1])
+		copy(c.kids, n.kids[:n.n])
+	}
+	return c
+}
+
+// Set stores e for key (copying key) and returns the entry it replaced.
 func (t *Tree) Set(key []byte, e Entry) (old Entry, replaced bool) {
-	prev, ok := t.bt.Set(item{key: string(key), e: e})
-	return prev.e, ok
+	t.mutable()
+	if len(key) > MaxKeyLen {
+		panic(fmt.Sprintf("keydir: key of %d bytes exceeds %d", len(key), MaxKeyLen))
+	}
+	if t.root == nil {
+		t.root = t.newLeaf()
+	}
+	t.root = t.mut(t.root)
+	old, replaced, right, sep := t.insert(t.root, key, e)
+	if right != nil {
+		r := t.newInner()
+		r.kids[0], r.kids[1], r.keys[0], r.n = t.root, right, sep, 2
+		t.root = r
+	}
+	if !replaced {
+		t.count++
+	}
+	return old, replaced
 }
 
-// SetString is Set for a key already held as a string (no copy is made).
-func (t *Tree) SetString(key string, e Entry) (old Entry, replaced bool) {
-	prev, ok := t.bt.Set(item{key: key, e: e})
-	return prev.e, ok
-}
-
-// Load is Set optimised for keys added in ascending order, as recovery does.
-func (t *Tree) Load(key string, e Entry) {
-	t.bt.Load(item{key: key, e: e})
+// insert adds key to the subtree of the mutable node n. If n splits, it
+// returns the new right sibling and the least key under it.
+func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, right *node, sep uint64) {
+	if n.leaf() {
+		i, found := t.searchLeaf(n, key)
+		if found {
+			it := &n.items[i]
+			old = t.entry(*it)
+			if e.Expiry != 0 {
+				// The old expiry may be read by clones: write a new key copy.
+				t.ar.dead += refSize(it.kref, len(key), old.Expiry != 0)
+				it.kref = t.ar.put(key, true, e.Expiry)
+			}
+			// Without an expiry, the old reference (with or without an
+			// expiry slot) still names the key.
+			t.pack(it, e)
+			return old, true, nil, 0
+		}
+		var it item
+		it.kref = t.ar.put(key, e.Expiry != 0, e.Expiry)
+		t.pack(&it, e)
+		if n.n < maxItems {
+			copy(n.items[i+1:n.n+1], n.items[i:n.n])
+			n.items[i] = it
+			n.n++
+			return old, false, nil, 0
+		}
+		// Split. Appending at the end keeps the left node full, so keys
+		// inserted in ascending order leave full leaves behind.
+		mid := maxItems / 2
+		if i == maxItems {
+			mid = maxItems
+		}
+		right = t.newLeaf()
+		right.n = copy(right.items, n.items[mid:n.n])
+		n.n = mid
+		if i <= mid && mid < maxItems {
+			copy(n.items[i+1:n.n+1], n.items[i:n.n])
+			n.items[i] = it
+			n.n++
+		} else {
+			j := i - mid
+			copy(right.items[j+1:right.n+1], right.items[j:right.n])
+			right.items[j] = it
+			right.n++
+		}
+		return old, false, right, right.items[0].kref
+	}
+	ci := t.searchInner(n, key)
+	child := t.mut(n.kids[ci])
+	n.kids[ci] = child
+	old, replaced, r, s := t.insert(child, key, e)
+	if r == nil {
+		return old, replaced, nil, 0
+	}
+	if n.n < maxKids {
+		copy(n.kids[ci+2:n.n+1], n.kids[ci+1:n.n])
+		copy(n.keys[ci+1:n.n], n.keys[ci:n.n-1])
+		n.kids[ci+1], n.keys[ci] = r, s
+		n.n++
+		return old, replaced, nil, 0
+	}
+	// Split the inner node: gather maxKids+1 children, keep the left part.
+	var kids [maxKids + 1]*node
+	var keys [maxKids]uint64
+	copy(kids[:], n.kids[:ci+1])
+	kids[ci+1] = r
+	copy(kids[ci+2:], n.kids[ci+1:n.n])
+	copy(keys[:], n.keys[:ci])
+	keys[ci] = s
+	copy(keys[ci+1:], n.keys[ci:n.n-1])
+	leftN := (maxKids + 1) / 2
+	if ci+1 == maxKids {
+		leftN = maxKids // appending at the end: keep the left node full
+	}
+	right = t.newInner()
+	right.n = copy(right.kids, kids[leftN:])
+	copy(right.keys, keys[leftN:])
+	n.n = copy(n.kids, kids[:leftN])
+	clear(n.kids[n.n:])
+	copy(n.keys, keys[:leftN-1])
+	return old, replaced, right, keys[leftN-1]
 }
 
 // Delete removes key and returns the entry it had.
 func (t *Tree) Delete(key []byte) (Entry, bool) {
-	prev, ok := t.bt.Delete(probe(key))
-	return prev.e, ok
+	t.mutable()
+	if _, ok := t.Get(key); !ok {
+		return Entry{}, false
+	}
+	t.root = t.mut(t.root)
+	old := t.remove(t.root, key)
+	t.count--
+	for !t.root.leaf() && t.root.n == 1 {
+		t.root = t.root.kids[0]
+	}
+	if t.count == 0 {
+		t.root = nil
+	}
+	return old, true
 }
 
-// Clone returns an O(1) copy-on-write copy. Afterwards the two trees are
-// independent: changing one never changes the other.
-func (t *Tree) Clone() *Tree { return &Tree{bt: t.bt.Copy()} }
-
-// Iter returns an iterator, positioned nowhere until a First, Last or Seek.
-// The tree must not change while the iterator is in use; iterate a Clone for
-// that. Release the iterator when done.
-func (t *Tree) Iter() *Iter {
-	return &Iter{it: t.bt.Iter()}
+// remove deletes key, which exists, from the subtree of the mutable node n,
+// merging underfull children into a sibling where they fit.
+func (t *Tree) remove(n *node, key []byte) Entry {
+	if n.leaf() {
+		i, _ := t.searchLeaf(n, key)
+		old := t.entry(n.items[i])
+		t.ar.dead += refSize(n.items[i].kref, len(key), old.Expiry != 0)
+		copy(n.items[i:n.n-1], n.items[i+1:n.n])
+		n.n--
+		return old
+	}
+	ci := t.searchInner(n, key)
+	child := t.mut(n.kids[ci])
+	n.kids[ci] = child
+	old := t.remove(child, key)
+	capacity := maxKids
+	if child.leaf() {
+		capacity = maxItems
+	}
+	switch {
+	case child.n == 0:
+		t.dropKid(n, ci)
+	case child.n < capacity/4:
+		if ci > 0 && n.kids[ci-1].n+child.n <= capacity {
+			left := t.mut(n.kids[ci-1])
+			n.kids[ci-1] = left
+			t.merge(left, child, n.keys[ci-1])
+			t.dropKid(n, ci)
+		} else if ci+1 < n.n && n.kids[ci+1].n+child.n <= capacity {
+			t.merge(child, n.kids[ci+1], n.keys[ci])
+			t.dropKid(n, ci+1)
+		}
+	}
+	return old
 }
 
-// Iter walks a Tree in key order.
-type Iter struct {
-	it btree.IterG[item]
+// merge appends the contents of right to the mutable node left; sep is the
+// separator between them in their parent.
+func (t *Tree) merge(left, right *node, sep uint64) {
+	if left.leaf() {
+		copy(left.items[left.n:], right.items[:right.n])
+		left.n += right.n
+		return
+	}
+	left.keys[left.n-1] = sep
+	copy(left.keys[left.n:], right.keys[:right.n-1])
+	copy(left.kids[left.n:], right.kids[:right.n])
+	left.n += right.n
 }
 
-// First moves to the smallest key.
-func (i *Iter) First() bool { return i.it.First() }
-
-// Last moves to the largest key.
-func (i *Iter) Last() bool { return i.it.Last() }
-
-// Seek moves to the smallest key >= key.
-func (i *Iter) Seek(key []byte) bool { return i.it.Seek(probe(key)) }
-
-// Next moves to the next key.
-func (i *Iter) Next() bool { return i.it.Next() }
-
-// Prev moves to the previous key.
-func (i *Iter) Prev() bool { return i.it.Prev() }
-
-// Key returns the current key. The string is immutable and stays valid.
-func (i *Iter) Key() string { return i.it.Item().key }
-
-// Entry returns the current entry.
-func (i *Iter) Entry() Entry { return i.it.Item().e }
-
-// Release returns the iterator's resources; it must not be used afterwards.
-func (i *Iter) Release() { i.it.Release() }
+// dropKid removes child i (and the separator before it, or after it for the
+// first child) from the inner node n.
+func (t *Tree) dropKid(n *node, i int) {
+	copy(n.kids[i:n.n-1], n.kids[i+1:n.n])
+	n.kids[n.n-1] = nil
+	if i > 0 {
+		copy(n.keys[i-1:n.n-2], n.keys[i:n.n-1])
+	} else if n.n > 1 {
+		copy(n.keys[0:n.n-2], n.keys[1:n.n-1])
+	}
+	n.n--
+}

@@ -1,78 +1,183 @@
 package keydir
 
 import (
+	"bytes"
+	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
 )
 
-func TestCloneIsolation(t *testing.T) {
-	tr := New()
-	for i := range 1000 {
-		tr.Set(fmt.Appendf(nil, "k%04d", i), Entry{Version: uint64(i)})
+var seedFlag = flag.Uint64("seed", 0, "seed for randomized tests (0: random)")
+
+func seed(t *testing.T) uint64 {
+	s := *seedFlag
+	if s == 0 {
+		s = rand.Uint64()
 	}
-	snap := tr.Clone()
-	for i := range 1000 {
-		if i%2 == 0 {
-			tr.Delete(fmt.Appendf(nil, "k%04d", i))
-		} else {
-			tr.Set(fmt.Appendf(nil, "k%04d", i), Entry{Version: 5000})
+	t.Logf("seed %d (replay with -seed=%d)", s, s)
+	return s
+}
+
+func entryFor(r *rand.Rand, i int) Entry {
+	e := Entry{FileID: uint32(1 + r.IntN(3)), ValLen: uint32(r.IntN(1000)), Offset: int64(r.IntN(1 << 30)), Version: uint64(1000 + i)}
+	if r.IntN(4) == 0 {
+		e.Expiry = int64(r.IntN(1 << 40))
+	}
+	return e
+}
+
+func newTestTree() *Tree {
+	t := New()
+	for id := uint32(1); id <= 3; id++ {
+		t.SetFileBase(id, 1000)
+	}
+	return t
+}
+
+// check compares the whole tree, forwards and backwards, with the model.
+func check(t *testing.T, tr *Tree, m map[string]Entry, what string) {
+	t.Helper()
+	keys := slices.Sorted(maps.Keys(m))
+	if tr.Len() != len(keys) {
+		t.Fatalf("%s: Len %d, want %d", what, tr.Len(), len(keys))
+	}
+	it := tr.Iter()
+	i := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if i >= len(keys) || string(it.Key()) != keys[i] || it.Entry() != m[keys[i]] {
+			t.Fatalf("%s: forward item %d = %q %+v", what, i, it.Key(), it.Entry())
+		}
+		i++
+	}
+	if i != len(keys) {
+		t.Fatalf("%s: forward saw %d keys, want %d", what, i, len(keys))
+	}
+	for ok := it.Last(); ok; ok = it.Prev() {
+		i--
+		if string(it.Key()) != keys[i] {
+			t.Fatalf("%s: backward item %d = %q, want %q", what, i, it.Key(), keys[i])
 		}
 	}
-	tr.Set([]byte("new"), Entry{Version: 1})
-	if snap.Len() != 1000 || tr.Len() != 501 {
-		t.Fatalf("lengths: snap %d tree %d", snap.Len(), tr.Len())
-	}
-	for i := range 1000 {
-		e, ok := snap.Get(fmt.Appendf(nil, "k%04d", i))
-		if !ok || e.Version != uint64(i) {
-			t.Fatalf("snapshot changed at %d: %v %v", i, e, ok)
-		}
+	if i != 0 {
+		t.Fatalf("%s: backward stopped at %d", what, i)
 	}
 }
 
-func TestIterOrderAndSeek(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 0))
-	tr := New()
-	model := map[string]bool{}
-	for range 2000 {
-		k := fmt.Sprintf("%x", r.Uint32()%5000)
-		tr.Set([]byte(k), Entry{})
-		model[k] = true
+// TestModel applies random sets, deletes, clones and seeks to a tree and to
+// a map, comparing them throughout; clones must never change.
+func TestModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(seed(t), 0))
+	tr := newTestTree()
+	m := map[string]Entry{}
+	type clone struct {
+		t *Tree
+		m map[string]Entry
 	}
-	var keys []string
-	for k := range model {
-		keys = append(keys, k)
+	var clones []clone
+	keyspace := 3000
+	key := func() []byte {
+		k := fmt.Appendf(nil, "%05d", r.IntN(keyspace))
+		if r.IntN(500) == 0 {
+			k = append(k, bytes.Repeat([]byte("L"), 70000)...) // a long key
+		}
+		return k
 	}
-	slices.Sort(keys)
-	it := tr.Iter()
-	defer it.Release()
-	var got []string
-	for ok := it.First(); ok; ok = it.Next() {
-		got = append(got, it.Key())
-	}
-	if !slices.Equal(got, keys) {
-		t.Fatalf("forward order differs")
-	}
-	got = got[:0]
-	for ok := it.Last(); ok; ok = it.Prev() {
-		got = append(got, it.Key())
-	}
-	slices.Reverse(got)
-	if !slices.Equal(got, keys) {
-		t.Fatalf("reverse order differs")
-	}
-	for range 200 {
-		probe := fmt.Sprintf("%x", r.Uint32()%5000)
-		i, _ := slices.BinarySearch(keys, probe)
-		ok := it.Seek([]byte(probe))
-		if ok != (i < len(keys)) || (ok && it.Key() != keys[i]) {
-			t.Fatalf("seek %q: ok=%v", probe, ok)
+	for step := range 20000 {
+		switch n := r.IntN(100); {
+		case n < 55:
+			k, e := key(), entryFor(r, step)
+			old, replaced := tr.Set(k, e)
+			want, had := m[string(k)]
+			if replaced != had || old != want {
+				t.Fatalf("step %d: Set %q replaced %v %+v, want %v %+v", step, k, replaced, old, had, want)
+			}
+			m[string(k)] = e
+		case n < 90:
+			k := key()
+			old, ok := tr.Delete(k)
+			want, had := m[string(k)]
+			if ok != had || old != want {
+				t.Fatalf("step %d: Delete %q = %v %+v, want %v %+v", step, k, ok, old, had, want)
+			}
+			delete(m, string(k))
+		case n < 92:
+			clones = append(clones, clone{tr.Clone(), maps.Clone(m)})
+		case n < 96:
+			k := key()
+			e, ok := tr.Get(k)
+			want, had := m[string(k)]
+			if ok != had || e != want {
+				t.Fatalf("step %d: Get %q = %v %+v", step, k, ok, e)
+			}
+			keys := slices.Sorted(maps.Keys(m))
+			i, _ := slices.BinarySearch(keys, string(k))
+			it := tr.Iter()
+			if ok := it.Seek(k); ok != (i < len(keys)) || (ok && string(it.Key()) != keys[i]) {
+				t.Fatalf("step %d: Seek %q wrong", step, k)
+			}
+		case n < 97:
+			if step%10 == 0 {
+				check(t, tr, m, fmt.Sprintf("step %d", step))
+			}
+		default:
+			if len(clones) > 0 && step%10 == 0 {
+				c := clones[r.IntN(len(clones))]
+				check(t, c.t, c.m, fmt.Sprintf("step %d clone", step))
+			}
+		}
+		if step == 10000 {
+			keyspace = 300 // shrink: deletes now empty and merge nodes
 		}
 	}
+	check(t, tr, m, "end")
+	for i, c := range clones {
+		check(t, c.t, c.m, fmt.Sprintf("clone %d", i))
+	}
+	for k := range m {
+		tr.Delete([]byte(k))
+	}
+	check(t, tr, map[string]Entry{}, "emptied")
+}
+
+func TestLoader(t *testing.T) {
+	r := rand.New(rand.NewPCG(seed(t), 1))
+	for _, n := range []int{0, 1, 63, 64, 65, 4096, 64*64 + 1, 300000} {
+		l := NewLoader()
+		for id := uint32(1); id <= 3; id++ {
+			l.Tree().SetFileBase(id, 1000)
+		}
+		m := map[string]Entry{}
+		for i := range n {
+			k := fmt.Sprintf("%08d", i*3)
+			e := entryFor(r, i)
+			l.Add([]byte(k), e)
+			m[k] = e
+		}
+		tr := l.Finish()
+		check(t, tr, m, fmt.Sprintf("load %d", n))
+		// The loaded tree takes changes like any other.
+		tr.Set([]byte("00000001"), Entry{FileID: 1, Version: 1000})
+		m["00000001"] = Entry{FileID: 1, Version: 1000}
+		if n > 0 {
+			tr.Delete([]byte("00000000"))
+			delete(m, "00000000")
+		}
+		check(t, tr, m, fmt.Sprintf("load %d then change", n))
+	}
+}
+
+func TestReadOnlyClone(t *testing.T) {
+	tr := newTestTree()
+	c := tr.Clone()
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Set on a clone did not panic")
+		}
+	}()
+	c.Set([]byte("x"), Entry{FileID: 1, Version: 1000})
 }
 
 func TestExpired(t *testing.T) {
@@ -81,5 +186,43 @@ func TestExpired(t *testing.T) {
 	}
 	if !(Entry{Expiry: 100}).Expired(100) || (Entry{Expiry: 101}).Expired(100) {
 		t.Fatal("expiry boundary wrong")
+	}
+}
+
+func TestArenaAccounting(t *testing.T) {
+	tr := newTestTree()
+	for i := range 1000 {
+		tr.Set(fmt.Appendf(nil, "key%04d", i), Entry{FileID: 1, Version: 1000})
+	}
+	live, dead := tr.ArenaBytes()
+	if live != 7000 || dead != 0 {
+		t.Fatalf("live %d dead %d", live, dead)
+	}
+	for i := range 500 {
+		tr.Delete(fmt.Appendf(nil, "key%04d", i))
+	}
+	tr.Set([]byte("key0999"), Entry{FileID: 1, Version: 1001, Expiry: 5}) // rewrites the key with an expiry
+	live, dead = tr.ArenaBytes()
+	if live != 500*7+8 || dead != 500*7+7 {
+		t.Fatalf("after deletes: live %d dead %d", live, dead)
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	const n = 1 << 20
+	l := NewLoader()
+	l.Tree().SetFileBase(1, 0)
+	for i := range n {
+		l.Add(fmt.Appendf(nil, "key-%012d", i), Entry{FileID: 1, Version: uint64(i)})
+	}
+	tr := l.Finish()
+	r := rand.New(rand.NewPCG(1, 1))
+	key := make([]byte, 0, 16)
+	b.ReportAllocs()
+	for b.Loop() {
+		key = fmt.Appendf(key[:0], "key-%012d", r.IntN(n))
+		if _, ok := tr.Get(key); !ok {
+			b.Fatal("missing")
+		}
 	}
 }

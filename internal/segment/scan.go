@@ -1,9 +1,11 @@
 package segment
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/caskade/caskade/internal/record"
 	"github.com/caskade/caskade/vfs"
@@ -139,46 +141,117 @@ func nextValid(b []byte, from int64, lim record.Limits) int64 {
 	return -1
 }
 
-// ReadHints parses the contents b of a hint file that must describe a data
-// file of dataSize bytes. Any damage is an error: the caller then scans the
-// data file instead. The hints' keys alias b.
-func ReadHints(b []byte, dataSize int64, lim record.Limits) ([]record.Hint, uint64, error) {
-	if err := record.CheckHintFileHeader(b); err != nil {
-		return nil, 0, err
+// HintInfo summarises a validated hint file.
+type HintInfo struct {
+	Entries    int
+	MinVersion uint64
+	MaxVersion uint64
+}
+
+// BuildHints returns the contents of the hint file for a data file of
+// dataSize bytes whose committed records are hints, in file order: one
+// entry per key (its last record in the file, tombstones included), sorted
+// by key, so that opening the database can merge hint files without sorting.
+// It reorders hints.
+func BuildHints(hints []record.Hint, dataSize int64) []byte {
+	slices.SortStableFunc(hints, func(a, b record.Hint) int { return bytes.Compare(a.Key, b.Key) })
+	size := record.FileHeaderSize + record.HintHeaderSize
+	for _, h := range hints {
+		size += record.HintHeaderSize + len(h.Key)
 	}
-	var hints []record.Hint
-	var maxVer uint64
+	buf := make([]byte, 0, size)
+	buf = record.AppendHintFileHeader(buf)
+	n := 0
+	for i, h := range hints {
+		if i+1 < len(hints) && bytes.Equal(h.Key, hints[i+1].Key) {
+			continue // a later record of the same key wins
+		}
+		buf = record.AppendHint(buf, h)
+		n++
+	}
+	return record.AppendHintTrailer(buf, uint64(n), dataSize)
+}
+
+// ReadHints validates the contents b of a hint file that must describe a
+// data file of dataSize bytes: header, every entry's checksum, strictly
+// ascending keys, and a trailer that matches. Any damage is an error; the
+// caller then scans the data file instead.
+func ReadHints(b []byte, dataSize int64, lim record.Limits) (HintInfo, error) {
+	var info HintInfo
+	if err := record.CheckHintFileHeader(b); err != nil {
+		return info, err
+	}
+	var prev []byte
 	off := record.FileHeaderSize
 	for off < len(b) {
 		h, tr, n, err := record.DecodeHint(b[off:], lim)
 		if err != nil {
-			return nil, 0, fmt.Errorf("hint entry at offset %d: %w", off, err)
+			return info, fmt.Errorf("hint entry at offset %d: %w", off, err)
 		}
 		off += n
 		if tr != nil {
 			if off != len(b) {
-				return nil, 0, fmt.Errorf("%w: data after the hint trailer", record.ErrCorrupt)
+				return info, fmt.Errorf("%w: data after the hint trailer", record.ErrCorrupt)
 			}
-			if tr.Entries != uint64(len(hints)) || tr.DataSize != dataSize {
-				return nil, 0, fmt.Errorf("%w: hint trailer says %d entries for %d bytes, found %d entries for %d bytes",
-					record.ErrCorrupt, tr.Entries, tr.DataSize, len(hints), dataSize)
+			if tr.Entries != uint64(info.Entries) || tr.DataSize != dataSize {
+				return info, fmt.Errorf("%w: hint trailer says %d entries for %d bytes, found %d entries for %d bytes",
+					record.ErrCorrupt, tr.Entries, tr.DataSize, info.Entries, dataSize)
 			}
-			return hints, maxVer, nil
+			return info, nil
 		}
-		hints = append(hints, h)
-		maxVer = max(maxVer, h.Version)
+		if info.Entries > 0 && bytes.Compare(prev, h.Key) >= 0 {
+			return info, fmt.Errorf("%w: hint keys out of order at offset %d", record.ErrCorrupt, off-n)
+		}
+		if h.Offset+record.HeaderSize+int64(len(h.Key))+int64(h.ValLen) > dataSize {
+			return info, fmt.Errorf("%w: hint points past the end of the data file", record.ErrCorrupt)
+		}
+		if info.Entries == 0 || h.Version < info.MinVersion {
+			info.MinVersion = h.Version
+		}
+		info.MaxVersion = max(info.MaxVersion, h.Version)
+		info.Entries++
+		prev = h.Key
 	}
-	return nil, 0, fmt.Errorf("%w: hint file has no trailer", record.ErrTruncated)
+	return info, fmt.Errorf("%w: hint file has no trailer", record.ErrTruncated)
 }
 
-// WriteHints writes the hint file of data file id atomically: to a temporary
-// file, synced, renamed into place, and the directory synced.
-func WriteHints(fs vfs.FS, dir string, id uint32, hints []record.Hint, dataSize int64) error {
-	buf := record.AppendHintFileHeader(nil)
-	for _, h := range hints {
-		buf = record.AppendHint(buf, h)
+// HintCursor walks the entries of a hint file that ReadHints accepted.
+type HintCursor struct {
+	b   []byte
+	off int
+	cur record.Hint
+	ok  bool
+}
+
+// NewHintCursor returns a cursor on the first entry of the validated hint
+// file b.
+func NewHintCursor(b []byte) *HintCursor {
+	c := &HintCursor{b: b, off: record.FileHeaderSize}
+	c.Next()
+	return c
+}
+
+// Valid reports whether the cursor is at an entry.
+func (c *HintCursor) Valid() bool { return c.ok }
+
+// Hint returns the current entry; its key aliases the hint file's buffer.
+func (c *HintCursor) Hint() *record.Hint { return &c.cur }
+
+// Next moves to the next entry.
+func (c *HintCursor) Next() {
+	h, tr, n, err := record.DecodeHint(c.b[c.off:], record.Limits{})
+	if err != nil || tr != nil {
+		c.ok = false
+		return
 	}
-	buf = record.AppendHintTrailer(buf, uint64(len(hints)), dataSize)
+	c.off += n
+	c.cur, c.ok = h, true
+}
+
+// WriteHints writes buf (from BuildHints) as the hint file of data file id,
+// atomically: to a temporary file, synced, renamed into place, and the
+// directory synced.
+func WriteHints(fs vfs.FS, dir string, id uint32, buf []byte) error {
 	final := filepath.Join(dir, HintName(id))
 	tmp := final + tmpExt
 	f, err := fs.Create(tmp)

@@ -1,0 +1,128 @@
+package keydir
+
+import "encoding/binary"
+
+// The arena holds every key's bytes (and, for keys with a TTL, the expiry
+// right after them) in large, append-only chunks, so the tree's items carry
+// an 8-byte reference instead of a string: no allocation per key and no
+// pointer for the garbage collector to trace.
+//
+// A reference packs the chunk number (24 bits), the offset in the chunk (24
+// bits) and the key length (16 bits). A key of 65535 bytes or more stores
+// longKey in the length field and its length as 4 bytes before the key.
+//
+// Bytes are written once and never changed, so clones of a tree share the
+// arena: each reads only references it holds, and the writer only appends.
+const (
+	chunkBits    = 24
+	maxChunk     = 1 << chunkBits // 16 MiB
+	firstChunk   = 64 << 10
+	longKey      = 1<<16 - 1
+	tableBits    = 12
+	tableSize    = 1 << tableBits
+	expirySize   = 8
+	maxChunkNums = tableSize * tableSize
+
+	// MaxKeyLen is the longest key the directory accepts.
+	MaxKeyLen = 1 << 20
+)
+
+type arena struct {
+	table [tableSize]*[tableSize][]byte // chunk number -> chunk; entries written once
+	cur   []byte                        // the chunk being filled
+	num   uint32                        // its number
+	used  int                           // bytes used in cur
+	live  int64                         // bytes referenced by the tree that owns the arena
+	dead  int64                         // bytes no longer referenced by it
+}
+
+func newArena() *arena { return &arena{num: ^uint32(0)} }
+
+func (a *arena) chunk(n uint32) []byte {
+	return a.table[n>>tableBits][n&(tableSize-1)]
+}
+
+// alloc reserves n bytes and returns the chunk number, offset and the bytes.
+func (a *arena) alloc(n int) (uint32, int, []byte) {
+	if a.cur == nil || a.used+n > len(a.cur) {
+		size := firstChunk
+		if a.cur != nil {
+			size = min(2*len(a.cur), maxChunk)
+		}
+		size = max(size, n)
+		a.num++
+		if a.num >= maxChunkNums {
+			panic("keydir: arena exhausted")
+		}
+		hi := a.num >> tableBits
+		if a.table[hi] == nil {
+			a.table[hi] = new([tableSize][]byte)
+		}
+		a.cur = make([]byte, size)
+		a.table[hi][a.num&(tableSize-1)] = a.cur
+		a.used = 0
+	}
+	off := a.used
+	a.used += n
+	a.live += int64(n)
+	return a.num, off, a.cur[off : off+n : off+n]
+}
+
+// put stores key (and expiry, if hasExpiry) and returns its reference.
+func (a *arena) put(key []byte, hasExpiry bool, expiry int64) uint64 {
+	n := len(key)
+	extra := 0
+	if n >= longKey {
+		extra = 4
+	}
+	if hasExpiry {
+		n += expirySize
+	}
+	num, off, b := a.alloc(n + extra)
+	klen := uint64(len(key))
+	if extra > 0 {
+		binary.LittleEndian.PutUint32(b, uint32(len(key)))
+		b = b[4:]
+		klen = longKey
+	}
+	copy(b, key)
+	if hasExpiry {
+		binary.LittleEndian.PutUint64(b[len(key):], uint64(expiry))
+	}
+	return uint64(num)<<40 | uint64(off)<<16 | klen
+}
+
+// key returns the key bytes of ref; the caller must not modify them.
+func (a *arena) key(ref uint64) []byte {
+	c, off, n := a.locate(ref)
+	return c[off : off+n : off+n]
+}
+
+// expiry returns the expiry stored after ref's key.
+func (a *arena) expiry(ref uint64) int64 {
+	c, off, n := a.locate(ref)
+	return int64(binary.LittleEndian.Uint64(c[off+n:]))
+}
+
+func (a *arena) locate(ref uint64) (chunk []byte, off, n int) {
+	chunk = a.chunk(uint32(ref >> 40))
+	off = int(ref>>16) & (maxChunk - 1)
+	n = int(ref & 0xffff)
+	if n == longKey {
+		n = int(binary.LittleEndian.Uint32(chunk[off:]))
+		off += 4
+	}
+	return chunk, off, n
+}
+
+// size is the arena space ref takes.
+func refSize(ref uint64, keyLen int, hasExpiry bool) int64 {
+	n := int64(keyLen)
+	if ref&0xffff == longKey {
+		n += 4
+	}
+	if hasExpiry {
+		n += expirySize
+	}
+	return n
+}

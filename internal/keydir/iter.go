@@ -1,0 +1,202 @@
+package keydir
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// Iter walks a Tree in key order. The tree must not change while the
+// iterator is in use; iterate a Clone for that.
+type Iter struct {
+	t     *Tree
+	stack []frame // from the root down to the current leaf
+}
+
+type frame struct {
+	n *node
+	i int
+}
+
+// Iter returns an iterator, positioned nowhere until First, Last or Seek.
+func (t *Tree) Iter() *Iter { return &Iter{t: t} }
+
+func (it *Iter) leaf() *frame { return &it.stack[len(it.stack)-1] }
+
+// descend pushes the path from n to its leftmost (first) or rightmost leaf.
+func (it *Iter) descend(n *node, first bool) {
+	for {
+		i := 0
+		if !first {
+			i = n.n - 1
+		}
+		it.stack = append(it.stack, frame{n, i})
+		if n.leaf() {
+			return
+		}
+		n = n.kids[i]
+	}
+}
+
+// First moves to the smallest key.
+func (it *Iter) First() bool {
+	it.stack = it.stack[:0]
+	if it.t.root == nil {
+		return false
+	}
+	it.descend(it.t.root, true)
+	return true
+}
+
+// Last moves to the largest key.
+func (it *Iter) Last() bool {
+	it.stack = it.stack[:0]
+	if it.t.root == nil {
+		return false
+	}
+	it.descend(it.t.root, false)
+	return true
+}
+
+// Seek moves to the smallest key >= key.
+func (it *Iter) Seek(key []byte) bool {
+	it.stack = it.stack[:0]
+	n := it.t.root
+	if n == nil {
+		return false
+	}
+	for !n.leaf() {
+		i := it.t.searchInner(n, key)
+		it.stack = append(it.stack, frame{n, i})
+		n = n.kids[i]
+	}
+	i, _ := it.t.searchLeaf(n, key)
+	it.stack = append(it.stack, frame{n, i})
+	if i < n.n {
+		return true
+	}
+	it.leaf().i = n.n - 1
+	return it.Next()
+}
+
+// Next moves to the next key.
+func (it *Iter) Next() bool {
+	if len(it.stack) == 0 {
+		return false
+	}
+	if f := it.leaf(); f.i+1 < f.n.n {
+		f.i++
+		return true
+	}
+	for d := len(it.stack) - 2; d >= 0; d-- {
+		if f := &it.stack[d]; f.i+1 < f.n.n {
+			f.i++
+			it.stack = it.stack[:d+1]
+			it.descend(f.n.kids[f.i], true)
+			return true
+		}
+	}
+	it.stack = it.stack[:0]
+	return false
+}
+
+// Prev moves to the previous key.
+func (it *Iter) Prev() bool {
+	if len(it.stack) == 0 {
+		return false
+	}
+	if f := it.leaf(); f.i > 0 {
+		f.i--
+		return true
+	}
+	for d := len(it.stack) - 2; d >= 0; d-- {
+		if f := &it.stack[d]; f.i > 0 {
+			f.i--
+			it.stack = it.stack[:d+1]
+			it.descend(f.n.kids[f.i], false)
+			return true
+		}
+	}
+	it.stack = it.stack[:0]
+	return false
+}
+
+// Key returns the current key. It aliases the directory's memory: the
+// caller must not modify it. It stays valid as long as the tree does.
+func (it *Iter) Key() []byte {
+	f := it.leaf()
+	return it.t.keyOf(f.n.items[f.i].kref)
+}
+
+// Entry returns the current entry.
+func (it *Iter) Entry() Entry {
+	f := it.leaf()
+	return it.t.entry(f.n.items[f.i])
+}
+
+// Release ends the use of the iterator. It exists for symmetry with other
+// iterators; the iterator holds no resources.
+func (it *Iter) Release() { it.stack = nil }
+
+// Loader bulk-builds a tree from keys in strictly ascending order, filling
+// every node. Use it to rebuild the directory at open.
+type Loader struct {
+	t      *Tree
+	leaves []*node
+	last   []byte
+}
+
+// NewLoader starts a bulk load into an empty tree that shares nothing with
+// any other. Set the file bases on Tree() before adding entries.
+func NewLoader() *Loader { return &Loader{t: New()} }
+
+// Tree returns the tree being built (complete only after Finish).
+func (l *Loader) Tree() *Tree { return l.t }
+
+// Add appends key, which must be greater than every key added before.
+func (l *Loader) Add(key []byte, e Entry) {
+	if len(l.leaves) > 0 && bytes.Compare(key, l.last) <= 0 {
+		panic(fmt.Sprintf("keydir: Loader.Add of %q after %q", key, l.last))
+	}
+	var cur *node
+	if len(l.leaves) > 0 {
+		cur = l.leaves[len(l.leaves)-1]
+	}
+	if cur == nil || cur.n == maxItems {
+		cur = l.t.newLeaf()
+		l.leaves = append(l.leaves, cur)
+	}
+	it := &cur.items[cur.n]
+	it.kref = l.t.ar.put(key, e.Expiry != 0, e.Expiry)
+	l.t.pack(it, e)
+	cur.n++
+	l.t.count++
+	l.last = l.t.keyOf(it.kref)
+}
+
+// Finish builds the inner levels and returns the tree.
+func (l *Loader) Finish() *Tree {
+	level := l.leaves
+	firsts := make([]uint64, len(level)) // least key under each node
+	for i, n := range level {
+		firsts[i] = n.items[0].kref
+	}
+	for len(level) > 1 {
+		groups := (len(level) + maxKids - 1) / maxKids
+		next := make([]*node, 0, groups)
+		nextFirsts := make([]uint64, 0, groups)
+		for g := range groups {
+			lo, hi := g*len(level)/groups, (g+1)*len(level)/groups
+			p := l.t.newInner()
+			p.n = copy(p.kids, level[lo:hi])
+			copy(p.keys, firsts[lo+1:hi])
+			next = append(next, p)
+			nextFirsts = append(nextFirsts, firsts[lo])
+		}
+		level, firsts = next, nextFirsts
+	}
+	if len(level) == 1 {
+		l.t.root = level[0]
+	}
+	l.leaves = nil
+	return l.t
+}
