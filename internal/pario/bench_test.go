@@ -1,0 +1,180 @@
+package pario_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/caskade/caskade/internal/pario"
+)
+
+// benchSize is the file size of every benchmark: 256 MiB.
+const benchSize = 256 << 20
+
+var benchWorkers = []int{1, 2, 4}
+
+// removeUntimed deletes name outside the timed region, so that every
+// iteration writes a new file: truncating a file with dirty pages would
+// make some file systems (ext4 auto_da_alloc) start writeback on close and
+// measure the disk instead of the code.
+func removeUntimed(b *testing.B, name string) {
+	b.Helper()
+	b.StopTimer()
+	if err := os.Remove(name); err != nil && !os.IsNotExist(err) {
+		b.Fatal(err)
+	}
+	b.StartTimer()
+}
+
+// benchFile writes a benchSize file of random bytes in a temporary directory
+// and reads it once so that it is in the page cache.
+func benchFile(b *testing.B) (dir, path string, data []byte) {
+	b.Helper()
+	dir = b.TempDir()
+	path = filepath.Join(dir, "src")
+	data = randomBytes(benchSize, 1)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := os.ReadFile(path); err != nil {
+		b.Fatal(err)
+	}
+	return dir, path, data
+}
+
+// BenchmarkRead compares os.ReadFile with pario.ReadPath on a warm 256 MiB
+// file.
+func BenchmarkRead(b *testing.B) {
+	_, path, _ := benchFile(b)
+	b.Run("os.ReadFile", func(b *testing.B) {
+		b.SetBytes(benchSize)
+		for b.Loop() {
+			if _, err := os.ReadFile(path); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, w := range benchWorkers {
+		b.Run(fmt.Sprintf("pario/workers=%d", w), func(b *testing.B) {
+			b.SetBytes(benchSize)
+			for b.Loop() {
+				if _, err := pario.ReadPath(context.Background(), path, pario.Options{Workers: w}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkWrite compares os.WriteFile with pario.WritePath writing 256 MiB.
+// Without "sync" in the name neither side fsyncs; the sync variants fsync
+// the file (pario also syncs the directory).
+func BenchmarkWrite(b *testing.B) {
+	dir, _, data := benchFile(b)
+	dst := filepath.Join(dir, "dst")
+	b.Run("os.WriteFile", func(b *testing.B) {
+		b.SetBytes(benchSize)
+		for b.Loop() {
+			removeUntimed(b, dst)
+			if err := os.WriteFile(dst, data, 0o600); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, w := range benchWorkers {
+		b.Run(fmt.Sprintf("pario/workers=%d", w), func(b *testing.B) {
+			b.SetBytes(benchSize)
+			opts := pario.Options{Workers: w, NoSync: true}
+			for b.Loop() {
+				removeUntimed(b, dst)
+				if err := pario.WritePath(context.Background(), dst, [][]byte{data}, 0o600, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("os.WriteFile+sync", func(b *testing.B) {
+		b.SetBytes(benchSize)
+		for b.Loop() {
+			removeUntimed(b, dst)
+			f, err := os.Create(dst)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := f.Write(data); err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pario/workers=4+sync", func(b *testing.B) {
+		b.SetBytes(benchSize)
+		for b.Loop() {
+			removeUntimed(b, dst)
+			if err := pario.WritePath(context.Background(), dst, [][]byte{data}, 0o600, pario.Options{Workers: 4}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// onlyReader hides every method but Read, so io.Copy cannot use
+// copy_file_range or sendfile and copies through a user-space buffer.
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
+
+// BenchmarkCopy compares io.Copy between two *os.File (on Linux this is
+// copy_file_range, done in the kernel), io.Copy through a user-space buffer,
+// and pario.CopyPath, on a warm 256 MiB file, without fsync.
+func BenchmarkCopy(b *testing.B) {
+	dir, path, _ := benchFile(b)
+	dst := filepath.Join(dir, "dst")
+	ioCopy := func(b *testing.B, wrap bool) {
+		b.SetBytes(benchSize)
+		for b.Loop() {
+			removeUntimed(b, dst)
+			in, err := os.Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, err := os.Create(dst)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var src io.Reader = in
+			if wrap {
+				src = onlyReader{in}
+			}
+			if _, err := io.Copy(out, src); err != nil {
+				b.Fatal(err)
+			}
+			if err := out.Close(); err != nil {
+				b.Fatal(err)
+			}
+			in.Close()
+		}
+	}
+	b.Run("io.Copy", func(b *testing.B) { ioCopy(b, false) })
+	b.Run("io.Copy/userspace", func(b *testing.B) { ioCopy(b, true) })
+	for _, w := range benchWorkers {
+		b.Run(fmt.Sprintf("pario/workers=%d", w), func(b *testing.B) {
+			b.SetBytes(benchSize)
+			opts := pario.Options{Workers: w, NoSync: true}
+			for b.Loop() {
+				removeUntimed(b, dst)
+				if err := pario.CopyPath(context.Background(), dst, path, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
