@@ -7,8 +7,12 @@ import (
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/caskade/caskade/internal/segment"
 	"github.com/caskade/caskade/vfs"
@@ -373,4 +377,112 @@ func TestENOSPCRecovers(t *testing.T) {
 	mustGet(t, db, "a", "1")
 	mustGet(t, db, "b", "2")
 	mustMiss(t, db, "big")
+}
+
+// TestGroupCommitSharesFsyncs checks that concurrent writers under
+// SyncAlways share fsyncs: 64 writers, each of whose writes is acknowledged
+// only after an fsync, need far fewer fsyncs than writes.
+func TestGroupCommitSharesFsyncs(t *testing.T) {
+	efs := errorfs.New(vfs.NewMem())
+	// Make each fsync slow enough that writers queue behind it.
+	efs.InjectFunc(errorfs.OpSync, func(string) error { time.Sleep(200 * time.Microsecond); return nil })
+	db, err := Open("/db", &Options{FS: efs, ExpiryPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	before := efs.Count(errorfs.OpSync)
+	const writers, each = 64, 20
+	var wg sync.WaitGroup
+	for g := range writers {
+		wg.Go(func() {
+			for i := range each {
+				if err := db.Set(fmt.Appendf(nil, "%02d-%02d", g, i), []byte("v")); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	syncs := efs.Count(errorfs.OpSync) - before
+	t.Logf("%d writes, %d fsyncs", writers*each, syncs)
+	if syncs > writers*each/4 {
+		t.Fatalf("%d fsyncs for %d concurrent writes: group commit is not sharing them", syncs, writers*each)
+	}
+	if n := db.Stats().Keys; n != writers*each {
+		t.Fatalf("keys %d", n)
+	}
+}
+
+// TestSyncEverySec checks the background fsync: writes are acknowledged
+// before any fsync, and the syncer makes them durable within an interval.
+func TestSyncEverySec(t *testing.T) {
+	mem := vfs.NewMem()
+	efs := errorfs.New(mem)
+	synced := make(chan struct{}, 100)
+	efs.InjectFunc(errorfs.OpSync, func(name string) error {
+		if strings.HasSuffix(name, ".data") {
+			select {
+			case synced <- struct{}{}:
+			default:
+			}
+		}
+		return nil
+	})
+	db, err := Open("/db", &Options{FS: efs, Sync: SyncEverySec, SyncInterval: 5 * time.Millisecond, ExpiryPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Set([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	// Creating the data file syncs it once; drain that.
+	for len(synced) > 0 {
+		<-synced
+	}
+	syncsBefore := efs.Count(errorfs.OpSync)
+	if err := db.Set([]byte("b"), []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	if efs.Count(errorfs.OpSync) != syncsBefore {
+		t.Fatal("SyncEverySec fsynced before acknowledging")
+	}
+	<-synced // the background syncer starts an fsync
+	// The syncer is sequential: once it starts the fsync for "c", the one
+	// for "b" has finished.
+	if err := db.Set([]byte("c"), []byte("3")); err != nil {
+		t.Fatal(err)
+	}
+	<-synced
+	db2, err := Open("/db", &Options{FS: mem.Crash(vfs.CrashOptions{}), ExpiryPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	mustGet(t, db2, "b", "2")
+}
+
+// A failing background fsync stops writes, as a foreground one does.
+func TestSyncEverySecError(t *testing.T) {
+	efs := errorfs.New(vfs.NewMem())
+	db, err := Open("/db", &Options{FS: efs, Sync: SyncEverySec, SyncInterval: time.Millisecond, ExpiryPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.Set([]byte("a"), []byte("1"))
+	efs.Inject(errorfs.OpSync, syscall.EIO)
+	db.Set([]byte("b"), []byte("2"))
+	// The syncer records the error within an interval; poll for it.
+	deadline := time.Now().Add(10 * time.Second)
+	for db.Stats().WriteError == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the background fsync error was never recorded")
+		}
+		runtime.Gosched()
+	}
+	if err := db.Set([]byte("d"), []byte("4")); !errors.Is(err, ErrWritesStopped) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("set after failed background sync: %v", err)
+	}
 }

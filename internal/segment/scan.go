@@ -2,6 +2,7 @@ package segment
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -154,7 +155,12 @@ type HintInfo struct {
 // by key, so that opening the database can merge hint files without sorting.
 // It reorders hints.
 func BuildHints(hints []record.Hint, dataSize int64) []byte {
-	slices.SortStableFunc(hints, func(a, b record.Hint) int { return bytes.Compare(a.Key, b.Key) })
+	slices.SortFunc(hints, func(a, b record.Hint) int {
+		if c := bytes.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Offset, b.Offset) // file order among records of one key
+	})
 	size := record.FileHeaderSize + record.HintHeaderSize
 	for _, h := range hints {
 		size += record.HintHeaderSize + len(h.Key)
