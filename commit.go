@@ -346,6 +346,7 @@ func (db *DB) activeFor(n int64, lastVer uint64) (*segment.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("caskade: create data file: %w", err)
 	}
+	nf.MapFor(db.opts.MaxFileSize)
 	db.nextID++
 	// Versions of this file's entries are kept relative to its first one.
 	db.activeBase = db.lastVer + 1

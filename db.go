@@ -286,6 +286,17 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool) fileResult {
 	if len(sr.Damage) > 0 {
 		res.size = int64(len(b))
 	}
+	if res.size == 0 {
+		// The newest file's header was torn: it was being created when the
+		// process died and holds nothing.
+		res.removed = true
+		if !db.opts.ReadOnly {
+			if err := db.cutTornTail(id, dataPath, 0); err != nil {
+				res.err = err
+			}
+		}
+		return res
+	}
 	res.hints = segment.BuildHints(sr.Hints, res.size)
 	if res.info, err = segment.ReadHints(res.hints, res.size, db.lim); err != nil {
 		res.err = fmt.Errorf("caskade: hints built for %s: %w", dataPath, err)
@@ -301,10 +312,6 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool) fileResult {
 		}
 		db.opts.Logger.Warn("caskade: cut torn tail of the newest data file", "file", dataPath,
 			"offset", res.size, "bytes", res.torn)
-		if res.size == 0 {
-			res.removed = true
-			return res
-		}
 	}
 	if len(res.damage) == 0 {
 		if err := segment.WriteHints(db.fs, db.dir, id, res.hints); err != nil {
@@ -409,6 +416,7 @@ func (db *DB) mergeRecovered(results []fileResult) error {
 		if err != nil {
 			return fmt.Errorf("caskade: open %s: %w", segment.DataName(r.id), err)
 		}
+		f.MapFor(r.size)
 		db.files[r.id] = f
 		if c := segment.NewHintCursor(r.hints); c.Valid() {
 			h = append(h, &recCursor{c, i})

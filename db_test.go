@@ -471,3 +471,40 @@ func TestRotationAndStats(t *testing.T) {
 		mustGet(t, db, fmt.Sprintf("k%03d", i), string(val))
 	}
 }
+
+// Reads racing with Close get a value or an error, never a crash: files
+// (and their memory mappings) close only when the last read releases them.
+func TestGetDuringClose(t *testing.T) {
+	db, err := Open(t.TempDir(), &Options{Sync: SyncNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		db.Set(fmt.Appendf(nil, "k%d", i), bytes.Repeat([]byte("v"), 1000))
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			<-start
+			for i := 0; ; i++ {
+				v, err := db.Get(fmt.Appendf(nil, "k%d", (i+g)%100))
+				if err != nil {
+					if !errors.Is(err, ErrClosed) && !errors.Is(err, ErrNotFound) {
+						t.Errorf("get during close: %v", err)
+					}
+					return
+				}
+				if len(v) != 1000 {
+					t.Errorf("short value %d", len(v))
+					return
+				}
+			}
+		})
+	}
+	close(start)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+}

@@ -46,11 +46,24 @@ func infoOf(e keydir.Entry) KeyInfo {
 func (db *DB) Get(key []byte) ([]byte, error) {
 	db.mu.RLock()
 	e, ok := db.tree.Get(key)
+	var f *segment.File
+	if ok {
+		if f = db.files[e.FileID]; f != nil && !f.Acquire() {
+			f = nil
+		}
+	}
 	db.mu.RUnlock()
-	if !ok || e.Expired(db.nowMs()) {
+	if !ok {
 		return nil, ErrNotFound
 	}
-	return db.readValue(key, e)
+	if f == nil {
+		return nil, db.fileGone(e.FileID)
+	}
+	defer f.Release()
+	if e.Expiry != 0 && e.Expired(db.nowMs()) {
+		return nil, ErrNotFound
+	}
+	return db.readFrom(f, key, e)
 }
 
 // Stat returns what the key directory knows about key, without a disk read,
@@ -59,7 +72,7 @@ func (db *DB) Stat(key []byte) (KeyInfo, error) {
 	db.mu.RLock()
 	e, ok := db.tree.Get(key)
 	db.mu.RUnlock()
-	if !ok || e.Expired(db.nowMs()) {
+	if !ok || (e.Expiry != 0 && e.Expired(db.nowMs())) {
 		return KeyInfo{}, ErrNotFound
 	}
 	return infoOf(e), nil
@@ -86,21 +99,27 @@ func (db *DB) Version() uint64 {
 func (db *DB) readValue(key []byte, e keydir.Entry) ([]byte, error) {
 	db.mu.RLock()
 	f := db.files[e.FileID]
+	if f != nil && !f.Acquire() {
+		f = nil
+	}
 	db.mu.RUnlock()
 	if f == nil {
 		return nil, db.fileGone(e.FileID)
 	}
+	defer f.Release()
+	return db.readFrom(f, key, e)
+}
+
+// readFrom reads the record e points to from f, on which the caller holds a
+// reference, and checks it against the key directory.
+func (db *DB) readFrom(f *segment.File, key []byte, e keydir.Entry) ([]byte, error) {
 	r, err := f.ReadRecord(e.Offset, uint32(len(key)), e.ValLen, db.lim)
 	if err == nil && (!bytes.Equal(r.Key, key) || r.Version != e.Version) {
 		err = &segment.CorruptError{Path: f.Path, Offset: e.Offset,
 			Err: fmt.Errorf("%w: record does not match the key directory", record.ErrCorrupt)}
 	}
 	if err != nil {
-		var ce *segment.CorruptError
-		if errors.As(err, &ce) {
-			return nil, &CorruptionError{Path: ce.Path, Offset: ce.Offset, Err: ce.Err}
-		}
-		return nil, err
+		return nil, corruption(err)
 	}
 	return r.Value, nil
 }

@@ -67,11 +67,68 @@ func Parse(name string) (uint32, FileKind) {
 
 // File is one data file. Reads (ReadAt, ReadRecord) are safe for concurrent
 // use; Append, Sync and Truncate are called by one writer at a time.
+//
+// Where the file system allows, a file is memory-mapped (read-only, up to
+// the size given to MapFor) so that reads cost no system call. A File is
+// reference-counted: its opener holds one reference, readers take one with
+// Acquire around each read, and the file is unmapped and closed when the
+// last reference is released, so a read never touches an unmapped file.
 type File struct {
 	ID   uint32
 	Path string
 	f    vfs.File
 	size atomic.Int64 // end of the valid, written bytes
+	m    []byte       // read-only mapping, or nil
+	refs atomic.Int64
+}
+
+func newFile(id uint32, path string, f vfs.File, size int64) *File {
+	df := &File{ID: id, Path: path, f: f}
+	df.size.Store(size)
+	df.refs.Store(1)
+	return df
+}
+
+// MapFor memory-maps the file for reads of up to length bytes (a size it
+// may grow to). It is an optimisation: when the file system cannot map, it
+// does nothing and reads use ReadAt. It must be called before the file is
+// shared with readers.
+func (f *File) MapFor(length int64) {
+	if length <= 0 || int64(int(length)) != length {
+		return
+	}
+	if m, err := vfs.Map(f.f, int(length)); err == nil {
+		f.m = m
+	}
+}
+
+// Acquire takes a reference for a read; it fails once the file is closed.
+func (f *File) Acquire() bool {
+	for {
+		r := f.refs.Load()
+		if r <= 0 {
+			return false
+		}
+		if f.refs.CompareAndSwap(r, r+1) {
+			return true
+		}
+	}
+}
+
+// Release drops a reference taken by Acquire (or the opener's, by Close).
+func (f *File) Release() error {
+	if f.refs.Add(-1) != 0 {
+		return nil
+	}
+	var err error
+	if f.m != nil {
+		err = vfs.Unmap(f.m)
+		f.m = nil
+	}
+	if cerr := f.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Create creates data file id in dir, writes its header, syncs it and its
@@ -82,7 +139,7 @@ func Create(fs vfs.FS, dir string, id uint32) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	df := &File{ID: id, Path: path, f: f}
+	df := newFile(id, path, f, record.FileHeaderSize)
 	if _, err := f.WriteAt(record.AppendFileHeader(nil), 0); err != nil {
 		f.Close()
 		return nil, err
@@ -95,7 +152,6 @@ func Create(fs vfs.FS, dir string, id uint32) (*File, error) {
 		f.Close()
 		return nil, err
 	}
-	df.size.Store(record.FileHeaderSize)
 	return df, nil
 }
 
@@ -113,9 +169,7 @@ func Open(fs vfs.FS, dir string, id uint32, size int64, writable bool) (*File, e
 	if err != nil {
 		return nil, err
 	}
-	df := &File{ID: id, Path: path, f: f}
-	df.size.Store(size)
-	return df, nil
+	return newFile(id, path, f, size), nil
 }
 
 // Size returns the end of the valid bytes of the file.
@@ -159,8 +213,26 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, o
 // ReadRecord reads and verifies the record at off whose key and value
 // lengths the caller knows. The returned record's Key and Value alias a new
 // buffer owned by the caller. Damage is reported as a *CorruptError.
+//
+// The caller must hold a reference (Acquire) for the duration of the call.
 func (f *File) ReadRecord(off int64, klen, vlen uint32, lim record.Limits) (record.Record, error) {
-	buf := make([]byte, record.HeaderSize+int(klen)+int(vlen))
+	n := int64(record.HeaderSize) + int64(klen) + int64(vlen)
+	if end := off + n; f.m != nil && off >= 0 && end <= int64(len(f.m)) && end <= f.size.Load() {
+		r, err := record.Decode(f.m[off:end], lim)
+		if err == nil && (r.KeyLen != klen || r.ValLen != vlen) {
+			err = fmt.Errorf("%w: record lengths differ from the key directory", record.ErrCorrupt)
+		}
+		if err != nil {
+			return record.Record{}, &CorruptError{Path: f.Path, Offset: off, Err: err}
+		}
+		// Copy out of the mapping: the caller owns what it gets.
+		buf := make([]byte, klen+vlen)
+		copy(buf, r.Key)
+		copy(buf[klen:], r.Value)
+		r.Key, r.Value = buf[:klen:klen], buf[klen:]
+		return r, nil
+	}
+	buf := make([]byte, n)
 	if _, err := f.f.ReadAt(buf, off); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
@@ -177,8 +249,9 @@ func (f *File) ReadRecord(off int64, klen, vlen uint32, lim record.Limits) (reco
 	return r, nil
 }
 
-// Close closes the file.
-func (f *File) Close() error { return f.f.Close() }
+// Close drops the opener's reference; the file closes when no read holds
+// one.
+func (f *File) Close() error { return f.Release() }
 
 // ReadAll reads the whole file at path into memory.
 func ReadAll(fs vfs.FS, path string) ([]byte, error) {

@@ -1,0 +1,302 @@
+package resp
+
+// ReadCommand reads the next command and returns its arguments appended to
+// args[:0] (pass the previous result to reuse it). The argument slices
+// point into the Reader's buffer and are valid only until the next call
+// of a Read, Peek, Skip or Reset method; each has its capacity capped at
+// its length, so appending to one cannot overwrite another.
+//
+// Both request forms are accepted, chosen by the first byte as Redis does:
+// '*' starts a multibulk request (*N\r\n$len\r\narg\r\n...); anything else
+// starts an inline command, a line ended by \n (an \r before it is
+// dropped) split like Redis's sdssplitargs: arguments are separated by
+// blanks; within double quotes \n \r \t \b \a \xHH and \<any> are escapes,
+// within single quotes \' is; a closing quote must be followed by a blank
+// or the end of the line.
+//
+// As in Redis, empty inline lines and multibulk counts of zero or less
+// (*0, *-1) are skipped, and the byte after a header line's \r and the
+// two bytes after a bulk string are not checked. Redis finds line ends
+// with strchr, so a NUL byte before the end of an inline line or header
+// line hides the end: Redis then waits until 64 KiB are pending and
+// replies "too big inline request" (or "too big mbulk count string", "too
+// big bulk count string"); ReadCommand returns that error at once. The
+// limits in force are those of the last SetLimits (see Limits).
+//
+// ReadCommand returns io.EOF only at a command boundary, and
+// io.ErrUnexpectedEOF if the stream ends inside a command. A
+// *ProtocolError carries the exact Redis error text to send back before
+// closing the connection; ErrQueryTooBig means close without replying.
+// Errors returned before any byte of a command was consumed (such as a
+// read timeout while idle) leave the Reader usable; any other error is
+// returned again by every later read until Reset.
+//
+// In the steady state, reading commands whose arguments fit the buffers
+// already grown allocates nothing.
+func (r *Reader) ReadCommand(args [][]byte) ([][]byte, error) {
+	args = args[:0]
+	if r.err != nil {
+		return args, r.err
+	}
+	if err := r.finishBlob(); err != nil {
+		return args, r.fail(err)
+	}
+	r.resetArena()
+	for {
+		p, err := r.br.Peek(1)
+		if err != nil {
+			return args, err
+		}
+		if p[0] == '*' {
+			args, err = r.readMultibulk(args)
+		} else {
+			args, err = r.readInline(args)
+		}
+		if err != nil {
+			return args[:0], r.fail(err)
+		}
+		if len(args) > 0 {
+			return args, nil
+		}
+		r.resetArena()
+	}
+}
+
+// queryLimit returns the query size limit in force.
+func (r *Reader) queryLimit() int64 {
+	if r.lim.AuthRequired {
+		return min(r.lim.MaxQueryLen, UnauthMaxQueryLen)
+	}
+	return r.lim.MaxQueryLen
+}
+
+// readHeaderLine reads a multibulk or bulk header line as Redis does: up
+// to the first \r, then one more byte whatever it is. It returns the
+// line's first byte ('\r' for an empty line), its parsed number and
+// whether that parsed, and the line's size including the terminator.
+func (r *Reader) readHeaderLine(tooBig error) (first byte, n int64, ok bool, size int64, err error) {
+	line, adv, err := r.peekUntil('\r', r.lim.MaxInlineLen, true)
+	if err == errLineTooLong {
+		return 0, 0, false, 0, tooBig
+	}
+	if err != nil {
+		return 0, 0, false, 0, err
+	}
+	first = '\r'
+	if len(line) > 0 {
+		first = line[0]
+		n, ok = parseInt(line[1:])
+	}
+	size = int64(len(line)) + 2
+	// Redis waits for one more byte after the \r and does not check it.
+	if adv > 0 && r.br.Buffered() > adv {
+		return first, n, ok, size, r.discard(adv + 1)
+	}
+	if err := r.discard(adv); err != nil {
+		return 0, 0, false, 0, err
+	}
+	if _, err := r.br.ReadByte(); err != nil {
+		return 0, 0, false, 0, err
+	}
+	return first, n, ok, size, nil
+}
+
+// readMultibulk reads a request that starts with '*'.
+func (r *Reader) readMultibulk(args [][]byte) ([][]byte, error) {
+	_, count, ok, query, err := r.readHeaderLine(errTooBigMbulkCount)
+	if err != nil {
+		return args, err
+	}
+	if !ok || count > int64(r.lim.MaxArgs) {
+		return args, errInvalidMultibulkLen
+	}
+	if r.lim.AuthRequired && count > UnauthMaxArgs {
+		return args, errUnauthMultibulkLen
+	}
+	maxQuery := r.queryLimit()
+	if query > maxQuery {
+		return args, ErrQueryTooBig
+	}
+	for i := int64(0); i < count; i++ {
+		first, n, ok, size, err := r.readHeaderLine(errTooBigBulkCount)
+		if err != nil {
+			return args, err
+		}
+		if first != '$' {
+			return args, expectedDollar(first)
+		}
+		if !ok || n < 0 || n > r.lim.MaxBulkLen {
+			return args, errInvalidBulkLen
+		}
+		if r.lim.AuthRequired && n > UnauthMaxBulkLen {
+			return args, errUnauthBulkLen
+		}
+		query += size + n + 2
+		if query > maxQuery {
+			return args, ErrQueryTooBig
+		}
+		// Redis skips the two bytes after the bulk data unchecked.
+		var arg []byte
+		skip := 2
+		if int64(r.br.Buffered()) >= n+2 {
+			// Fast path: the argument is buffered.
+			p, _ := r.br.Peek(int(n))
+			arg = r.arenaBytes(int(n))
+			copy(arg, p)
+			skip += int(n)
+		} else if arg, err = r.readInto(len(r.data), int(n)); err != nil {
+			return args, err
+		}
+		if err := r.discard(skip); err != nil {
+			return args, err
+		}
+		args = append(args, arg)
+	}
+	return args, nil
+}
+
+// readInline reads an inline command line; it returns no arguments for
+// a blank line.
+func (r *Reader) readInline(args [][]byte) ([][]byte, error) {
+	line, adv, err := r.peekUntil('\n', r.lim.MaxInlineLen, true)
+	if err == errLineTooLong {
+		return args, errTooBigInline
+	}
+	if err != nil {
+		return args, err
+	}
+	if int64(len(line))+1 > r.queryLimit() {
+		return args, ErrQueryTooBig
+	}
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	args, ok := r.splitArgs(line, args)
+	if err := r.discard(adv); err != nil {
+		return args, err
+	}
+	if !ok {
+		return args, errUnbalancedQuotes
+	}
+	if len(args) > r.lim.MaxArgs {
+		return args, errTooBigInline
+	}
+	return args, nil
+}
+
+// isSpace reports whether c is a space in the C locale (isspace).
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func hexValue(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}
+
+// splitArgs splits an inline command line exactly as Redis's sdssplitargs
+// does, appending the arguments (copied into the arena) to args. It
+// returns false for unbalanced quotes, or for a closing quote not followed
+// by a blank.
+func (r *Reader) splitArgs(line []byte, args [][]byte) ([][]byte, bool) {
+	// The line holds no NUL (peekUntil rejects one), so the C string
+	// sdssplitargs sees is the whole line.
+	n := len(line)
+	at := func(i int) byte {
+		if i < n {
+			return line[i]
+		}
+		return 0
+	}
+	out := r.arenaBytes(n)[:0]
+	p := 0
+	for {
+		for p < n && isSpace(line[p]) {
+			p++
+		}
+		if p >= n {
+			return args, true
+		}
+		start := len(out)
+		inq, insq, done := false, false, false
+		for !done {
+			c := at(p)
+			switch {
+			case inq:
+				switch {
+				case c == '\\' && at(p+1) == 'x' && isHexDigit(at(p+2)) && isHexDigit(at(p+3)):
+					out = append(out, hexValue(at(p+2))*16+hexValue(at(p+3)))
+					p += 3
+				case c == '\\' && at(p+1) != 0:
+					p++
+					switch c = at(p); c {
+					case 'n':
+						c = '\n'
+					case 'r':
+						c = '\r'
+					case 't':
+						c = '\t'
+					case 'b':
+						c = '\b'
+					case 'a':
+						c = '\a'
+					}
+					out = append(out, c)
+				case c == '"':
+					if next := at(p + 1); next != 0 && !isSpace(next) {
+						return args, false
+					}
+					done = true
+				case c == 0:
+					return args, false
+				default:
+					out = append(out, c)
+				}
+			case insq:
+				switch {
+				case c == '\\' && at(p+1) == '\'':
+					p++
+					out = append(out, '\'')
+				case c == '\'':
+					if next := at(p + 1); next != 0 && !isSpace(next) {
+						return args, false
+					}
+					done = true
+				case c == 0:
+					return args, false
+				default:
+					out = append(out, c)
+				}
+			default:
+				switch c {
+				case ' ', '\n', '\r', '\t', 0:
+					done = true
+				case '"':
+					inq = true
+				case '\'':
+					insq = true
+				default:
+					out = append(out, c)
+				}
+			}
+			if at(p) != 0 {
+				p++
+			}
+		}
+		if start == len(out) {
+			args = append(args, emptyBytes)
+		} else {
+			args = append(args, out[start:len(out):len(out)])
+		}
+	}
+}
