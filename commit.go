@@ -22,6 +22,7 @@ const (
 	opDeleteRange               // delete [key, value); nil value: to the end
 	opExpire                    // change key's expiry (0: persist); sets found
 	opForget                    // drop key from memory if it is at version and expired
+	opCheck                     // fail the commit unless key is at version (0: absent)
 )
 
 // op is one mutation. Results (found) are written by the commit leader and
@@ -40,6 +41,7 @@ type op struct {
 type commitReq struct {
 	ops     []op
 	version uint64
+	err     error // this commit's own failure (a failed check)
 	done    chan error
 }
 
@@ -155,6 +157,11 @@ func (db *DB) runGroup(group []*commitReq) {
 	}
 	var readErr error
 	for _, r := range group {
+		r.err = nil
+		if !db.checksHold(r.ops, lookup) {
+			r.err = ErrConflict
+			continue
+		}
 		v := ver + 1
 		last := -1
 		put := func(a apply, kind record.Kind, value []byte) {
@@ -231,6 +238,7 @@ func (db *DB) runGroup(group []*commitReq) {
 	if err == nil {
 		db.lastVer = ver
 		db.applyGroup(applies, ver)
+		db.notify(applies)
 	} else {
 		for _, r := range group {
 			r.version = 0
@@ -246,8 +254,29 @@ func (db *DB) runGroup(group []*commitReq) {
 	}
 	db.applies = applies[:0]
 	for _, r := range group {
-		r.done <- err
+		if err == nil && r.err != nil {
+			r.done <- r.err
+		} else {
+			r.done <- err
+		}
 	}
+}
+
+// checksHold reports whether every opCheck of a commit holds.
+func (db *DB) checksHold(ops []op, lookup func([]byte) (keydir.Entry, bool)) bool {
+	for i := range ops {
+		if ops[i].kind != opCheck {
+			continue
+		}
+		var cur uint64
+		if e, live := lookup(ops[i].key); live {
+			cur = e.Version
+		}
+		if cur != ops[i].version {
+			return false
+		}
+	}
+	return true
 }
 
 // keysInRange lists the keys in [begin, end) in the tree and in this group's
@@ -457,4 +486,43 @@ func (db *DB) Sync() error {
 		}
 	}
 	return nil
+}
+
+// Subscribe registers fn to be told of every key a commit changes (set,
+// deleted, expiry changed, or dropped by active expiry), after the change is
+// visible and before the writer is acknowledged. fn runs on the committing
+// goroutine, so it must be quick and must not write to the database; the
+// key slices are valid only during the call. Servers use it for client-side
+// cache invalidation. The returned function unsubscribes.
+func (db *DB) Subscribe(fn func(keys [][]byte)) (cancel func()) {
+	db.obsMu.Lock()
+	defer db.obsMu.Unlock()
+	db.obsSeq++
+	id := db.obsSeq
+	if db.observers == nil {
+		db.observers = map[uint64]func([][]byte){}
+	}
+	db.observers[id] = fn
+	db.hasObservers.Store(true)
+	return func() {
+		db.obsMu.Lock()
+		defer db.obsMu.Unlock()
+		delete(db.observers, id)
+		db.hasObservers.Store(len(db.observers) > 0)
+	}
+}
+
+func (db *DB) notify(applies []apply) {
+	if !db.hasObservers.Load() || len(applies) == 0 {
+		return
+	}
+	keys := make([][]byte, len(applies))
+	for i := range applies {
+		keys[i] = applies[i].key
+	}
+	db.obsMu.Lock()
+	defer db.obsMu.Unlock()
+	for _, fn := range db.observers {
+		fn(keys)
+	}
 }

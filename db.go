@@ -61,6 +61,11 @@ type DB struct {
 	applies    []apply
 	sealed     []uint32 // sealed files waiting for a hint file
 
+	obsMu        sync.Mutex
+	obsSeq       uint64
+	observers    map[uint64]func([][]byte)
+	hasObservers atomic.Bool
+
 	dirty atomic.Bool // unsynced appends (SyncEverySec, SyncNone)
 	stop  chan struct{}
 	bg    sync.WaitGroup

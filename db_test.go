@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -507,4 +509,103 @@ func TestGetDuringClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
+}
+
+func TestCheckConflict(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	var b Batch
+	b.Check([]byte("k"), 0) // absent
+	b.Set([]byte("k"), []byte("1"))
+	if err := db.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Write(&b); !errors.Is(err, ErrConflict) {
+		t.Fatalf("second create-if-absent: %v", err)
+	}
+	info, _ := db.Stat([]byte("k"))
+	b.Reset()
+	b.Check([]byte("k"), info.Version)
+	b.Set([]byte("k"), []byte("2"))
+	b.Set([]byte("other"), []byte("x"))
+	if err := db.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Write(&b); !errors.Is(err, ErrConflict) {
+		t.Fatalf("stale version: %v", err)
+	}
+	mustGet(t, db, "k", "2")
+	db.Delete([]byte("other"))
+	b.Reset()
+	b.Check([]byte("k"), info.Version) // stale: nothing of the batch applies
+	b.Set([]byte("other"), []byte("y"))
+	if err := db.Write(&b); !errors.Is(err, ErrConflict) {
+		t.Fatal(err)
+	}
+	mustMiss(t, db, "other")
+}
+
+// Concurrent read-modify-write increments through Check lose nothing.
+func TestCheckIncrements(t *testing.T) {
+	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone})
+	const workers, each = 8, 100
+	var wg sync.WaitGroup
+	var conflicts atomic.Int64
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				for {
+					var n int
+					var ver uint64
+					if v, info, err := db.Lookup([]byte("ctr")); err == nil {
+						n, _ = strconv.Atoi(string(v))
+						ver = info.Version
+					}
+					var b Batch
+					b.Check([]byte("ctr"), ver)
+					b.Set([]byte("ctr"), strconv.AppendInt(nil, int64(n+1), 10))
+					err := db.Write(&b)
+					if err == nil {
+						break
+					}
+					if !errors.Is(err, ErrConflict) {
+						t.Error(err)
+						return
+					}
+					conflicts.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	mustGet(t, db, "ctr", strconv.Itoa(workers*each))
+	t.Logf("%d conflicts retried", conflicts.Load())
+}
+
+func TestSubscribe(t *testing.T) {
+	clk := newTestClock()
+	db := openTest(t, t.TempDir(), &Options{Now: clk.Now, ExpiryPeriod: -1})
+	var mu sync.Mutex
+	var seen []string
+	cancel := db.Subscribe(func(keys [][]byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range keys {
+			seen = append(seen, string(k))
+		}
+	})
+	db.Set([]byte("a"), []byte("1"))
+	var b Batch
+	b.Set([]byte("b"), []byte("2"))
+	b.Delete([]byte("a"))
+	db.Write(&b)
+	db.SetWithTTL([]byte("t"), []byte("x"), time.Second)
+	clk.Advance(2 * time.Second)
+	db.expireSample()
+	cancel()
+	db.Set([]byte("after"), []byte("cancel"))
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(seen) != "[a b a t t]" {
+		t.Fatalf("notified of %v", seen)
+	}
 }

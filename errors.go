@@ -25,6 +25,10 @@ var (
 	ErrBatchTooLarge = errors.New("caskade: batch too large")
 	// ErrInvalidTTL means a TTL was not positive where one is required.
 	ErrInvalidTTL = errors.New("caskade: invalid TTL")
+	// ErrConflict means a conditional write (Batch.Check) found a key at
+	// another version than required; nothing was written. Retrying after
+	// reading the key again is safe.
+	ErrConflict = errors.New("caskade: conflict")
 	// ErrInvalidRange means a range's end is before its begin.
 	ErrInvalidRange = errors.New("caskade: inverted range")
 	// ErrWritesStopped means an earlier write or fsync failed in a way that

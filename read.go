@@ -44,6 +44,14 @@ func infoOf(e keydir.Entry) KeyInfo {
 // Get returns the value of key, or ErrNotFound. The returned slice is the
 // caller's own. Safe for concurrent use.
 func (db *DB) Get(key []byte) ([]byte, error) {
+	v, _, err := db.Lookup(key)
+	return v, err
+}
+
+// Lookup returns the value of key together with its KeyInfo, both from the
+// same version of the key: the version to pass to Batch.Check for a
+// read-modify-write.
+func (db *DB) Lookup(key []byte) ([]byte, KeyInfo, error) {
 	db.mu.RLock()
 	e, ok := db.tree.Get(key)
 	var f *segment.File
@@ -54,16 +62,20 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 	}
 	db.mu.RUnlock()
 	if !ok {
-		return nil, ErrNotFound
+		return nil, KeyInfo{}, ErrNotFound
 	}
 	if f == nil {
-		return nil, db.fileGone(e.FileID)
+		return nil, KeyInfo{}, db.fileGone(e.FileID)
 	}
 	defer f.Release()
 	if e.Expiry != 0 && e.Expired(db.nowMs()) {
-		return nil, ErrNotFound
+		return nil, KeyInfo{}, ErrNotFound
 	}
-	return db.readFrom(f, key, e)
+	v, err := db.readFrom(f, key, e)
+	if err != nil {
+		return nil, KeyInfo{}, err
+	}
+	return v, infoOf(e), nil
 }
 
 // Stat returns what the key directory knows about key, without a disk read,

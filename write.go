@@ -182,7 +182,18 @@ func (b *Batch) DeleteRange(begin, end []byte) {
 	b.ops = append(b.ops, op{kind: opDeleteRange, key: b.keep(begin), value: e})
 }
 
-// Len returns the number of writes in the batch.
+// Check makes the batch conditional: Write applies it only if key's
+// current version (KeyInfo.Version) is version, where 0 means the key has
+// no value; otherwise Write fails with ErrConflict and applies nothing. The
+// check and the writes are one atomic step, so reading a key's version,
+// computing new values and writing them with a Check is a safe
+// read-modify-write (retry on ErrConflict). A key deleted and set again
+// has a new version; a key that was absent and is absent again has not.
+func (b *Batch) Check(key []byte, version uint64) {
+	b.ops = append(b.ops, op{kind: opCheck, key: b.keep(key), version: version})
+}
+
+// Len returns the number of operations (writes and checks) in the batch.
 func (b *Batch) Len() int { return len(b.ops) }
 
 // Reset empties the batch for reuse.
