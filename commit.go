@@ -313,7 +313,7 @@ func (db *DB) valueFor(key []byte, e keydir.Entry, applies []apply, buf []byte) 
 		}
 		return bytes.Clone(r.Value), nil
 	}
-	return db.readValue(key, e)
+	return db.readValue(db.fset, key, e) // the caller holds mu
 }
 
 // writeGroup appends a group's records to the active data file (starting a
@@ -356,9 +356,7 @@ func (db *DB) activeFor(n int64, lastVer uint64) (*segment.File, error) {
 		f.Size()+n <= keydir.MaxOffset && lastVer-db.activeBase <= keydir.MaxVersionDelta {
 		return f, nil
 	}
-	if db.nextID > keydir.MaxFileID {
-		return nil, db.stopWrites(fmt.Errorf("data file ids exhausted (%d); merge the database", db.nextID))
-	}
+
 	if f != nil {
 		// Seal: make it durable whatever the policy, so that only the newest
 		// file can ever have a torn tail.
@@ -371,20 +369,26 @@ func (db *DB) activeFor(n int64, lastVer uint64) (*segment.File, error) {
 			db.opts.Logger.Warn("caskade: hint queue full; the file will be scanned at next open", "file", f.Path)
 		}
 	}
-	nf, err := segment.Create(db.fs, db.dir, db.nextID)
+	id, err := db.allocFileID()
+	if err != nil {
+		return nil, db.stopWrites(err)
+	}
+	nf, err := segment.Create(db.fs, db.dir, id)
 	if err != nil {
 		return nil, fmt.Errorf("caskade: create data file: %w", err)
 	}
 	nf.MapFor(db.opts.MaxFileSize)
-	db.nextID++
 	// Versions of this file's entries are kept relative to its first one.
 	db.activeBase = db.lastVer + 1
 	db.mu.Lock()
 	db.tree.SetFileBase(nf.ID, db.activeBase)
-	db.files[nf.ID] = nf
+	old := db.fset
+	db.fset = old.with(nf.ID, nf)
+	old.release()
+	nf.Release() // the set holds it now
 	db.fstats[nf.ID] = &fileStat{}
+	db.active.Store(nf) // under mu, so that merge sees files and active agree
 	db.mu.Unlock()
-	db.active.Store(nf)
 	return nf, nil
 }
 
@@ -412,6 +416,7 @@ func (db *DB) applyGroup(applies []apply, ver uint64) {
 		if a.rel >= 0 && a.del {
 			// The tombstone itself is dead weight until merge drops it.
 			db.fstats[f.ID].dead += a.size
+			db.fstats[f.ID].maxVer = max(db.fstats[f.ID].maxVer, a.version)
 		}
 		var old keydir.Entry
 		var had bool
@@ -426,6 +431,7 @@ func (db *DB) applyGroup(applies []apply, ver uint64) {
 			st := db.fstats[f.ID]
 			st.live += a.size
 			st.liveKeys++
+			st.maxVer = max(st.maxVer, a.version)
 			if a.expiry != 0 {
 				db.expiring[string(a.key)] = struct{}{}
 			} else if had && old.Expiry != 0 {

@@ -32,16 +32,19 @@ type DB struct {
 	// mu guards the fields below it. The commit leader reads tree without
 	// holding mu for writing, because it is the only goroutine that changes
 	// it; it takes mu for writing to apply a group.
-	mu        sync.RWMutex
-	tree      *keydir.Tree
-	files     map[uint32]*segment.File
-	fstats    map[uint32]*fileStat
-	expiring  map[string]struct{}
-	version   uint64       // newest committed, visible version
-	snap      *keydir.Tree // clone of tree at snapVer, shared by snapshots
-	snapVer   uint64
-	snapshots int // open snapshots and iterators
-	recovery  RecoveryStats
+	mu            sync.RWMutex
+	tree          *keydir.Tree
+	fset          *fileSet // the current data files
+	fstats        map[uint32]*fileStat
+	expiring      map[string]struct{}
+	version       uint64       // newest committed, visible version
+	snap          *keydir.Tree // clone of tree at snapVer, shared by snapshots
+	snapVer       uint64
+	snapshots     int // open snapshots and iterators
+	recovery      RecoveryStats
+	mergeProgress MergeProgress
+
+	mergeMu sync.Mutex // one merge at a time
 
 	// cmu guards the commit queue and the state of the write path.
 	cmu      sync.Mutex
@@ -54,7 +57,7 @@ type DB struct {
 
 	// Owned by the commit leader.
 	active     atomic.Pointer[segment.File]
-	nextID     uint32
+	nextID     atomic.Uint32 // next data file id (the leader and merge take ids)
 	lastVer    uint64
 	activeBase uint64 // base version of the active file
 	wbuf       []byte
@@ -75,6 +78,7 @@ type DB struct {
 type fileStat struct {
 	live, dead int64 // record bytes
 	liveKeys   int
+	maxVer     uint64 // newest version in the file
 }
 
 // RecoveryStats describes what Open found.
@@ -104,14 +108,14 @@ func Open(dir string, opts *Options) (*DB, error) {
 		fs:       o.FS,
 		lim:      record.Limits{MaxKey: uint32(o.MaxKeySize), MaxValue: uint32(o.MaxValueSize)},
 		tree:     keydir.New(),
-		files:    map[uint32]*segment.File{},
+		fset:     newFileSet(map[uint32]*segment.File{}),
 		fstats:   map[uint32]*fileStat{},
 		expiring: map[string]struct{}{},
 		stop:     make(chan struct{}),
 		hints:    make(chan uint32, 64),
-		nextID:   1,
 	}
 	db.idle = sync.NewCond(&db.cmu)
+	db.nextID.Store(1)
 	if !o.ReadOnly {
 		if err := db.fs.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("caskade: create %s: %w", dir, err)
@@ -213,7 +217,31 @@ func (db *DB) recover() error {
 	}
 	slices.Sort(ids)
 	if len(ids) > 0 {
-		db.nextID = ids[len(ids)-1] + 1
+		db.nextID.Store(ids[len(ids)-1] + 1)
+	}
+	if !db.opts.ReadOnly {
+		// A hint whose data file is gone was left by a merge that retired
+		// the data file and died before removing the hint.
+		for id := range hasHint {
+			if _, found := slices.BinarySearch(ids, id); !found {
+				if err := db.fs.Remove(filepath.Join(db.dir, segment.HintName(id))); err != nil {
+					return fmt.Errorf("caskade: remove orphan hint: %w", err)
+				}
+			}
+		}
+	}
+	// The file that took appends when the process stopped is the newest one
+	// not written by merge; only it may have a torn tail.
+	newest := -1
+	for i := len(ids) - 1; i >= 0; i-- {
+		merged, err := segment.IsMerged(db.fs, filepath.Join(db.dir, segment.DataName(ids[i])))
+		if err != nil {
+			return fmt.Errorf("caskade: %w", err)
+		}
+		if !merged {
+			newest = i
+			break
+		}
 	}
 
 	results := make([]fileResult, len(ids))
@@ -222,7 +250,7 @@ func (db *DB) recover() error {
 	for range min(db.opts.RecoveryWorkers, max(len(ids), 1)) {
 		wg.Go(func() {
 			for i := range next {
-				results[i] = db.recoverFile(ids[i], i == len(ids)-1, hasHint[ids[i]])
+				results[i] = db.recoverFile(ids[i], i == newest, hasHint[ids[i]])
 			}
 		})
 	}
@@ -392,6 +420,15 @@ func (h hintHeap) down(i int) {
 
 // mergeRecovered merges the files' sorted hints into the key directory.
 func (db *DB) mergeRecovered(results []fileResult) error {
+	files := map[uint32]*segment.File{}
+	defer func() {
+		// The set takes its own references; drop the openers'.
+		db.fset.release()
+		db.fset = newFileSet(files)
+		for _, f := range files {
+			f.Release()
+		}
+	}()
 	loader := keydir.NewLoader()
 	tree := loader.Tree()
 	var h hintHeap
@@ -416,13 +453,13 @@ func (db *DB) mergeRecovered(results []fileResult) error {
 		}
 		tree.SetFileBase(r.id, r.info.MinVersion)
 		db.recovery.MaxVersion = max(db.recovery.MaxVersion, r.info.MaxVersion)
-		db.fstats[r.id] = &fileStat{dead: r.size - record.FileHeaderSize}
+		db.fstats[r.id] = &fileStat{dead: r.size - record.FileHeaderSize, maxVer: r.info.MaxVersion}
 		f, err := segment.Open(db.fs, db.dir, r.id, r.size, false)
 		if err != nil {
 			return fmt.Errorf("caskade: open %s: %w", segment.DataName(r.id), err)
 		}
 		f.MapFor(r.size)
-		db.files[r.id] = f
+		files[r.id] = f
 		if c := segment.NewHintCursor(r.hints); c.Valid() {
 			h = append(h, &recCursor{c, i})
 		}
@@ -501,17 +538,14 @@ func (db *DB) Close() error {
 	return errors.Join(errs...)
 }
 
+// closeFiles releases the database's file set: files close once no
+// snapshot or read holds them.
 func (db *DB) closeFiles() error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	var errs []error
-	for _, f := range db.files {
-		if err := f.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	db.files = map[uint32]*segment.File{}
-	return errors.Join(errs...)
+	db.fset.release()
+	db.fset = newFileSet(map[uint32]*segment.File{})
+	return nil
 }
 
 // Dir returns the database directory.

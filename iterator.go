@@ -177,7 +177,7 @@ func (i *Iterator) Value() []byte {
 		return nil
 	}
 	if !i.valLoaded {
-		i.val, i.err = i.v.db.readValue(i.key, i.entry)
+		i.val, i.err = i.v.db.readValue(i.v.files, i.key, i.entry)
 		i.valLoaded = true
 	}
 	return i.val

@@ -2,6 +2,7 @@ package caskade
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -264,6 +265,10 @@ func TestModel(t *testing.T) {
 			}
 			if db, err = Open("/db", opts); err != nil {
 				t.Fatalf("step %d: reopen: %v", step, err)
+			}
+		case n < 77:
+			if _, err := db.Merge(context.Background()); err != nil {
+				t.Fatalf("step %d: merge: %v", step, err)
 			}
 		default:
 			checkReads(t, r, db, m, now, key, fmt.Sprintf("step %d", step))

@@ -96,6 +96,9 @@ type Options struct {
 	// (default 100 ms); a negative value disables active expiry (expired
 	// keys are still never returned).
 	ExpiryPeriod time.Duration
+	// MergeBytesPerSec caps the rate at which merge reads and rewrites
+	// records, to keep foreground latency steady; 0 means no cap.
+	MergeBytesPerSec int64
 	// Logger receives the database's log; nil discards it.
 	Logger *slog.Logger
 	// Now is the clock used for TTLs; nil means time.Now. Tests set it.

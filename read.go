@@ -56,20 +56,20 @@ func (db *DB) Lookup(key []byte) ([]byte, KeyInfo, error) {
 	e, ok := db.tree.Get(key)
 	var f *segment.File
 	if ok {
-		if f = db.files[e.FileID]; f != nil && !f.Acquire() {
-			f = nil
-		}
+		f = db.fset.acquireFile(e.FileID)
 	}
 	db.mu.RUnlock()
 	if !ok {
 		return nil, KeyInfo{}, ErrNotFound
 	}
-	if f == nil {
-		return nil, KeyInfo{}, db.fileGone(e.FileID)
+	if f != nil {
+		defer f.Release()
 	}
-	defer f.Release()
 	if e.Expiry != 0 && e.Expired(db.nowMs()) {
 		return nil, KeyInfo{}, ErrNotFound
+	}
+	if f == nil {
+		return nil, KeyInfo{}, db.fileGone(e.FileID)
 	}
 	v, err := db.readFrom(f, key, e)
 	if err != nil {
@@ -107,14 +107,10 @@ func (db *DB) Version() uint64 {
 	return db.version
 }
 
-// readValue reads and verifies the record e points to and returns its value.
-func (db *DB) readValue(key []byte, e keydir.Entry) ([]byte, error) {
-	db.mu.RLock()
-	f := db.files[e.FileID]
-	if f != nil && !f.Acquire() {
-		f = nil
-	}
-	db.mu.RUnlock()
+// readValue reads and verifies the record e points to, in the files of
+// set, and returns its value.
+func (db *DB) readValue(set *fileSet, key []byte, e keydir.Entry) ([]byte, error) {
+	f := set.acquireFile(e.FileID)
 	if f == nil {
 		return nil, db.fileGone(e.FileID)
 	}

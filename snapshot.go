@@ -13,6 +13,7 @@ import (
 type view struct {
 	db      *DB
 	tree    *keydir.Tree
+	files   *fileSet
 	version uint64
 	nowMs   int64
 }
@@ -21,12 +22,17 @@ type view struct {
 // taking many snapshots between two commits costs one clone.
 func (db *DB) newView() *view {
 	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.newViewLocked()
+}
+
+func (db *DB) newViewLocked() *view {
 	if db.snap == nil || db.snapVer != db.version {
 		db.snap, db.snapVer = db.tree.Clone(), db.version
 	}
-	v := &view{db: db, tree: db.snap, version: db.version, nowMs: db.nowMs()}
+	v := &view{db: db, tree: db.snap, files: db.fset, version: db.version, nowMs: db.nowMs()}
+	v.files.acquire()
 	db.snapshots++
-	db.mu.Unlock()
 	return v
 }
 
@@ -34,6 +40,7 @@ func (v *view) release() {
 	v.db.mu.Lock()
 	v.db.snapshots--
 	v.db.mu.Unlock()
+	v.files.release()
 }
 
 func (v *view) lookup(key []byte) (keydir.Entry, bool) {
@@ -73,7 +80,7 @@ func (s *Snapshot) Get(key []byte) ([]byte, error) {
 	if !ok {
 		return nil, ErrNotFound
 	}
-	return s.v.db.readValue(key, e)
+	return s.v.db.readValue(s.v.files, key, e)
 }
 
 // Stat returns what the snapshot knows about key, or ErrNotFound.
@@ -97,6 +104,7 @@ func (s *Snapshot) NewIterator(opts *IterOptions) (*Iterator, error) {
 	s.v.db.mu.Lock()
 	s.v.db.snapshots++
 	s.v.db.mu.Unlock()
+	s.v.files.acquire()
 	return newIterator(s.v, opts), nil
 }
 

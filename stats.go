@@ -34,6 +34,8 @@ type Stats struct {
 	Recovery RecoveryStats
 	// WriteError is the error that stopped writes, if any.
 	WriteError error
+	// Merge is the progress of a running merge.
+	Merge MergeProgress
 }
 
 // Stats returns a summary of the database.
@@ -51,8 +53,9 @@ func (db *DB) Stats() Stats {
 		OpenSnapshots: db.snapshots,
 		Recovery:      db.recovery,
 		WriteError:    werr,
+		Merge:         db.mergeProgress,
 	}
-	for id, f := range db.files {
+	for id, f := range db.fset.files {
 		st := db.fstats[id]
 		fs := FileStats{ID: id, Size: f.Size(), Active: active != nil && active.ID == id}
 		if st != nil {

@@ -56,6 +56,7 @@ const (
 
 var (
 	dataMagic  = [8]byte{'c', 'a', 's', 'k', 'd', 'a', 't', 'a'}
+	mergeMagic = [8]byte{'c', 'a', 's', 'k', 'm', 'e', 'r', 'g'}
 	hintMagic  = [8]byte{'c', 'a', 's', 'k', 'h', 'i', 'n', 't'}
 	castagnoli = crc32.MakeTable(crc32.Castagnoli)
 )
@@ -194,6 +195,11 @@ func VerifyChecksum(rec []byte) error {
 // AppendFileHeader appends the header of a data file.
 func AppendFileHeader(dst []byte) []byte { return appendHeader(dst, dataMagic) }
 
+// AppendMergedFileHeader appends the header of a data file written by merge.
+// Such a file is complete before it gets its name, so it can never have a
+// torn tail, and recovery never treats it as the file that took appends.
+func AppendMergedFileHeader(dst []byte) []byte { return appendHeader(dst, mergeMagic) }
+
 // AppendHintFileHeader appends the header of a hint file.
 func AppendHintFileHeader(dst []byte) []byte { return appendHeader(dst, hintMagic) }
 
@@ -203,8 +209,14 @@ func appendHeader(dst []byte, magic [8]byte) []byte {
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(append(magic[:], byte(formatVersion)), castagnoli))
 }
 
-// CheckFileHeader verifies a data file header.
-func CheckFileHeader(b []byte) error { return checkHeader(b, dataMagic) }
+// CheckFileHeader verifies a data file header and reports whether merge
+// wrote the file.
+func CheckFileHeader(b []byte) (merged bool, err error) {
+	if len(b) >= 8 && string(b[:8]) == string(mergeMagic[:]) {
+		return true, checkHeader(b, mergeMagic)
+	}
+	return false, checkHeader(b, dataMagic)
+}
 
 // CheckHintFileHeader verifies a hint file header.
 func CheckHintFileHeader(b []byte) error { return checkHeader(b, hintMagic) }

@@ -87,26 +87,29 @@ func TestFileHeaders(t *testing.T) {
 	if len(d) != FileHeaderSize || len(h) != FileHeaderSize {
 		t.Fatalf("header sizes %d %d", len(d), len(h))
 	}
-	if err := CheckFileHeader(d); err != nil {
-		t.Fatal(err)
+	if merged, err := CheckFileHeader(d); err != nil || merged {
+		t.Fatal(merged, err)
+	}
+	if merged, err := CheckFileHeader(AppendMergedFileHeader(nil)); err != nil || !merged {
+		t.Fatal(merged, err)
 	}
 	if err := CheckHintFileHeader(h); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckFileHeader(h); !errors.Is(err, ErrCorrupt) {
+	if _, err := CheckFileHeader(h); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("hint header accepted as data header: %v", err)
 	}
-	if err := CheckFileHeader(d[:5]); !errors.Is(err, ErrTruncated) {
+	if _, err := CheckFileHeader(d[:5]); !errors.Is(err, ErrTruncated) {
 		t.Fatalf("short header: %v", err)
 	}
 	bad := bytes.Clone(d)
 	bad[8] = 9
-	if err := CheckFileHeader(bad); !errors.Is(err, ErrUnsupportedVersion) {
+	if _, err := CheckFileHeader(bad); !errors.Is(err, ErrUnsupportedVersion) {
 		t.Fatalf("future version: %v", err)
 	}
 	bad = bytes.Clone(d)
 	bad[15] ^= 1
-	if err := CheckFileHeader(bad); !errors.Is(err, ErrCorrupt) {
+	if _, err := CheckFileHeader(bad); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("damaged header: %v", err)
 	}
 }

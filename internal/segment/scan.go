@@ -60,7 +60,7 @@ var ErrVersionMismatch = errors.New("segment: records of one batch carry differe
 func ScanData(b []byte, path string, mode ScanMode, lim record.Limits) (ScanResult, error) {
 	var res ScanResult
 	corrupt := func(off int64, err error) error { return &CorruptError{Path: path, Offset: off, Err: err} }
-	if err := record.CheckFileHeader(b); err != nil {
+	if _, err := record.CheckFileHeader(b); err != nil {
 		switch {
 		case mode == ScanTail && len(b) <= record.FileHeaderSize && nextValid(b, 0, lim) < 0:
 			// The file was being created when the process died.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -74,16 +75,19 @@ func Parse(name string) (uint32, FileKind) {
 // Acquire around each read, and the file is unmapped and closed when the
 // last reference is released, so a read never touches an unmapped file.
 type File struct {
-	ID   uint32
-	Path string
-	f    vfs.File
-	size atomic.Int64 // end of the valid, written bytes
-	m    []byte       // read-only mapping, or nil
-	refs atomic.Int64
+	ID     uint32
+	Path   string
+	fs     vfs.FS
+	f      vfs.File
+	size   atomic.Int64 // end of the valid, written bytes
+	m      []byte       // read-only mapping, or nil
+	refs   atomic.Int64
+	remove atomic.Bool // delete the file at gone when the last reference goes
+	gone   string
 }
 
-func newFile(id uint32, path string, f vfs.File, size int64) *File {
-	df := &File{ID: id, Path: path, f: f}
+func newFile(fs vfs.FS, id uint32, path string, f vfs.File, size int64) *File {
+	df := &File{ID: id, Path: path, fs: fs, f: f}
 	df.size.Store(size)
 	df.refs.Store(1)
 	return df
@@ -128,7 +132,84 @@ func (f *File) Release() error {
 	if cerr := f.f.Close(); err == nil {
 		err = cerr
 	}
+	if f.remove.Load() {
+		if rerr := f.fs.Remove(f.gone); err == nil {
+			err = rerr
+		}
+	}
 	return err
+}
+
+// CreateMerged creates data file id for merge output under a temporary
+// name (which Open of a database deletes), with the merged-file header.
+// Install gives it its real name once it is complete.
+func CreateMerged(fs vfs.FS, dir string, id uint32) (*File, error) {
+	path := filepath.Join(dir, DataName(id)) + tmpExt
+	f, err := fs.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.WriteAt(record.AppendMergedFileHeader(nil), 0); err != nil {
+		f.Close()
+		fs.Remove(path)
+		return nil, err
+	}
+	return newFile(fs, id, path, f, record.FileHeaderSize), nil
+}
+
+// Install syncs a file made by CreateMerged and renames it to its real name,
+// durably. It must be called before the file is shared with readers.
+func (f *File) Install(dir string) error {
+	if err := f.f.Sync(); err != nil {
+		return err
+	}
+	final := filepath.Join(dir, DataName(f.ID))
+	if err := f.fs.Rename(f.Path, final); err != nil {
+		return err
+	}
+	f.Path = final
+	return f.fs.SyncDir(dir)
+}
+
+// Discard closes and removes a file that was never installed or shared.
+func (f *File) Discard() {
+	f.f.Close()
+	f.fs.Remove(f.Path)
+}
+
+// Retire takes the file out of the database: it is renamed, durably, to a
+// temporary name (so that if the process dies, the next open deletes it),
+// its hint file is removed, and the file itself is deleted when its last
+// reference is released. Readers holding it keep reading it until then.
+func (f *File) Retire(dir string) error {
+	tmp := f.Path + tmpExt
+	if err := f.fs.Rename(f.Path, tmp); err != nil {
+		return err
+	}
+	f.gone = tmp
+	f.remove.Store(true)
+	if err := f.fs.SyncDir(dir); err != nil {
+		return err
+	}
+	if err := f.fs.Remove(filepath.Join(dir, HintName(f.ID))); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// IsMerged reports whether the data file at path was written by merge.
+func IsMerged(fs vfs.FS, path string) (bool, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	var hdr [record.FileHeaderSize]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		return false, nil // too short to be anything but a torn new file
+	}
+	merged, _ := record.CheckFileHeader(hdr[:])
+	return merged, nil
 }
 
 // Create creates data file id in dir, writes its header, syncs it and its
@@ -139,7 +220,7 @@ func Create(fs vfs.FS, dir string, id uint32) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	df := newFile(id, path, f, record.FileHeaderSize)
+	df := newFile(fs, id, path, f, record.FileHeaderSize)
 	if _, err := f.WriteAt(record.AppendFileHeader(nil), 0); err != nil {
 		f.Close()
 		return nil, err
@@ -169,7 +250,7 @@ func Open(fs vfs.FS, dir string, id uint32, size int64, writable bool) (*File, e
 	if err != nil {
 		return nil, err
 	}
-	return newFile(id, path, f, size), nil
+	return newFile(fs, id, path, f, size), nil
 }
 
 // Size returns the end of the valid bytes of the file.

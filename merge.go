@@ -1,0 +1,368 @@
+package caskade
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/caskade/caskade/internal/keydir"
+	"github.com/caskade/caskade/internal/record"
+	"github.com/caskade/caskade/internal/segment"
+)
+
+// MergeStats reports what a merge did.
+type MergeStats struct {
+	InputFiles  int           // sealed data files rewritten and retired
+	OutputFiles int           // data files written
+	InputBytes  int64         // size of the input files
+	OutputBytes int64         // size of the output files
+	Records     int           // live records rewritten
+	Duration    time.Duration // wall time
+}
+
+// MergeProgress is the state of a running merge (see Stats).
+type MergeProgress struct {
+	Running    bool
+	BytesDone  int64 // input bytes of the records handled so far
+	BytesTotal int64 // live bytes of the input files when the merge began
+}
+
+// Merge compacts the database: it rewrites the live records of every sealed
+// data file into new files (with hint files), switches the key directory
+// over to them, and retires the old files. Reads and writes go on
+// throughout. Expired records and overwritten or deleted ones are dropped;
+// tombstones are not needed afterwards, because every file older than the
+// active one takes part. Old files are deleted once no snapshot or iterator
+// still reads them. A crash at any point leaves a database that opens with
+// exactly the acknowledged data. Only one merge runs at a time; a second
+// call waits. ctx cancels the merge, leaving the database as it was.
+func (db *DB) Merge(ctx context.Context) (MergeStats, error) {
+	if db.opts.ReadOnly {
+		return MergeStats{}, ErrReadOnly
+	}
+	db.mergeMu.Lock()
+	defer db.mergeMu.Unlock()
+	db.cmu.Lock()
+	closed, werr := db.closed, db.writeErr
+	db.cmu.Unlock()
+	if closed {
+		return MergeStats{}, ErrClosed
+	}
+	if werr != nil {
+		return MergeStats{}, werr
+	}
+	m := &merger{db: db, ctx: ctx, start: time.Now()}
+	defer m.cleanup()
+	err := m.run()
+	m.stats.Duration = time.Since(m.start)
+	db.mu.Lock()
+	db.mergeProgress = MergeProgress{}
+	db.mu.Unlock()
+	if err != nil {
+		return m.stats, fmt.Errorf("caskade: merge: %w", err)
+	}
+	db.opts.Logger.Info("caskade: merged", "inputs", m.stats.InputFiles, "outputs", m.stats.OutputFiles,
+		"input_bytes", m.stats.InputBytes, "output_bytes", m.stats.OutputBytes, "duration", m.stats.Duration)
+	return m.stats, nil
+}
+
+type merger struct {
+	db     *DB
+	ctx    context.Context
+	start  time.Time
+	stats  MergeStats
+	view   *view
+	inputs map[uint32]*segment.File
+
+	out     *segment.File // output being written
+	buf     []byte        // records not yet appended to out
+	hints   []record.Hint // of out
+	moves   []move        // of out, for the key directory
+	minVer  uint64        // of out
+	maxVer  uint64
+	outputs []*segment.File // installed
+	limiter rateLimiter
+	expired []move            // keys expired in the inputs at the merge's instant
+	maxVers map[uint32]uint64 // newest version in each input
+}
+
+// move is one record rewritten: the key directory switches key from the old
+// location to the new one if the key still points to the old one.
+type move struct {
+	key     []byte // aliases the view's arena, which never changes
+	from    uint32
+	fromOff int64
+	version uint64
+	newOff  int64
+}
+
+const mergeFlush = 1 << 20
+
+func (m *merger) run() error {
+	db := m.db
+	// The inputs are every file but the active one, taken together with a
+	// view of the key directory at the same instant.
+	db.mu.Lock()
+	m.view = db.newViewLocked()
+	active := db.active.Load()
+	m.inputs = map[uint32]*segment.File{}
+	m.maxVers = map[uint32]uint64{}
+	var total int64
+	for id, f := range m.view.files.files {
+		if active == nil || id != active.ID {
+			m.inputs[id] = f
+			m.stats.InputBytes += f.Size()
+			if st := db.fstats[id]; st != nil {
+				total += st.live
+				m.maxVers[id] = st.maxVer
+			}
+		}
+	}
+	db.mergeProgress = MergeProgress{Running: true, BytesTotal: total}
+	db.mu.Unlock()
+	if len(m.inputs) == 0 {
+		return nil
+	}
+	m.stats.InputFiles = len(m.inputs)
+	m.limiter = rateLimiter{perSec: db.opts.MergeBytesPerSec}
+
+	it := m.view.tree.Iter()
+	defer it.Release()
+	var done int64
+	for n := 0; ; n++ {
+		var ok bool
+		if n == 0 {
+			ok = it.First()
+		} else {
+			ok = it.Next()
+		}
+		if !ok {
+			break
+		}
+		e := it.Entry()
+		f := m.inputs[e.FileID]
+		if f == nil {
+			continue // in the active file
+		}
+		if e.Expired(m.view.nowMs) {
+			m.expired = append(m.expired, move{key: it.Key(), from: e.FileID, version: e.Version})
+			continue
+		}
+		if n%1024 == 0 {
+			if err := m.ctx.Err(); err != nil {
+				return err
+			}
+			db.mu.Lock()
+			db.mergeProgress.BytesDone = done
+			db.mu.Unlock()
+		}
+		key := it.Key()
+		r, err := f.ReadRecord(e.Offset, uint32(len(key)), e.ValLen, db.lim)
+		if err != nil {
+			return corruption(err)
+		}
+		size := r.Size()
+		done += size
+		if err := m.add(key, r, e); err != nil {
+			return err
+		}
+		m.limiter.wait(size)
+	}
+	if err := m.finishOutput(); err != nil {
+		return err
+	}
+	return m.retireInputs()
+}
+
+// add appends one live record to the current output, starting a new output
+// when the current one is full or its versions would span too much.
+func (m *merger) add(key []byte, r record.Record, e keydir.Entry) error {
+	size := int64(record.HeaderSize + len(key) + len(r.Value))
+	if m.out != nil {
+		full := m.out.Size()+int64(len(m.buf))+size > m.db.opts.MaxFileSize && len(m.moves) > 0
+		lo, hi := min(m.minVer, e.Version), max(m.maxVer, e.Version)
+		if full || hi-lo > keydir.MaxVersionDelta {
+			if err := m.finishOutput(); err != nil {
+				return err
+			}
+		}
+	}
+	if m.out == nil {
+		id, err := m.db.allocFileID()
+		if err != nil {
+			return err
+		}
+		if m.out, err = segment.CreateMerged(m.db.fs, m.db.dir, id); err != nil {
+			return err
+		}
+		m.minVer, m.maxVer = e.Version, e.Version
+	}
+	off := m.out.Size() + int64(len(m.buf))
+	m.buf = record.AppendRecord(m.buf, record.KindPut, true, e.Version, e.Expiry, key, r.Value)
+	m.hints = append(m.hints, record.Hint{Kind: record.KindPut, Version: e.Version, Expiry: e.Expiry, Offset: off, ValLen: e.ValLen, Key: key})
+	m.moves = append(m.moves, move{key: key, from: e.FileID, fromOff: e.Offset, version: e.Version, newOff: off})
+	m.minVer, m.maxVer = min(m.minVer, e.Version), max(m.maxVer, e.Version)
+	m.stats.Records++
+	if len(m.buf) >= mergeFlush {
+		return m.flush()
+	}
+	return nil
+}
+
+func (m *merger) flush() error {
+	if len(m.buf) == 0 {
+		return nil
+	}
+	if _, err := m.out.Append(m.buf); err != nil {
+		return err
+	}
+	m.buf = m.buf[:0]
+	return nil
+}
+
+// finishOutput makes the current output durable, gives it its name and hint
+// file, and points the key directory at it.
+func (m *merger) finishOutput() error {
+	if m.out == nil {
+		return nil
+	}
+	if err := m.flush(); err != nil {
+		return err
+	}
+	out := m.out
+	if err := out.Install(m.db.dir); err != nil {
+		return err
+	}
+	m.out = nil
+	m.outputs = append(m.outputs, out)
+	m.stats.OutputFiles++
+	m.stats.OutputBytes += out.Size()
+	// Merge's hints are already in key order, one per key.
+	if err := segment.WriteHints(m.db.fs, m.db.dir, out.ID, segment.BuildHints(m.hints, out.Size())); err != nil {
+		m.db.opts.Logger.Warn("caskade: merge could not write a hint file", "file", out.Path, "err", err)
+	}
+	out.MapFor(out.Size())
+	m.db.switchTo(out, m.minVer, m.maxVer, m.moves)
+	m.hints, m.moves = m.hints[:0], m.moves[:0]
+	return nil
+}
+
+// retireInputs drops the input files from the database and, once no view
+// reads them, from disk; first it forgets the keys that were expired in
+// them, the only keys still pointing into them.
+func (m *merger) retireInputs() error {
+	db := m.db
+	db.mu.Lock()
+	for _, x := range m.expired {
+		if cur, ok := db.tree.Get(x.key); ok && cur.FileID == x.from && cur.Version == x.version {
+			db.tree.Delete(x.key)
+			delete(db.expiring, string(x.key))
+		}
+	}
+	old := db.fset
+	files := maps.Clone(old.files)
+	for id := range m.inputs {
+		delete(files, id)
+		delete(db.fstats, id)
+	}
+	db.fset = newFileSet(files)
+	old.release()
+	db.snap = nil
+	db.mu.Unlock()
+	// Rename the inputs away in the order of the newest version each holds,
+	// syncing the directory after each: a crash part way then never leaves
+	// a record on disk whose tombstone has gone.
+	ids := slices.Collect(maps.Keys(m.inputs))
+	slices.SortFunc(ids, func(a, b uint32) int { return cmp.Compare(m.maxVers[a], m.maxVers[b]) })
+	var errs []error
+	for _, id := range ids {
+		if err := m.inputs[id].Retire(db.dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *merger) cleanup() {
+	if m.out != nil {
+		m.out.Discard()
+		m.out = nil
+	}
+	if m.view != nil {
+		m.view.release()
+	}
+}
+
+// switchTo adds a finished merge output to the database and points every
+// key it holds at it, unless the key changed since the merge read it. It
+// works in chunks so that readers and writers are never held up for long.
+func (db *DB) switchTo(out *segment.File, base, maxVer uint64, moves []move) {
+	db.mu.Lock()
+	db.tree.SetFileBase(out.ID, base)
+	old := db.fset
+	db.fset = old.with(out.ID, out)
+	old.release()
+	out.Release() // the set holds it now
+	st := &fileStat{dead: out.Size() - record.FileHeaderSize, maxVer: maxVer}
+	db.fstats[out.ID] = st
+	db.mu.Unlock()
+	const chunk = 4096
+	for len(moves) > 0 {
+		n := min(chunk, len(moves))
+		db.mu.Lock()
+		for _, mv := range moves[:n] {
+			cur, ok := db.tree.Get(mv.key)
+			if !ok || cur.FileID != mv.from || cur.Offset != mv.fromOff || cur.Version != mv.version {
+				continue // changed since: the rewritten record is dead
+			}
+			cur.FileID, cur.Offset = out.ID, mv.newOff
+			db.tree.Set(mv.key, cur)
+			size := record.HeaderSize + int64(len(mv.key)) + int64(cur.ValLen)
+			st.live += size
+			st.dead -= size
+			st.liveKeys++
+			if from := db.fstats[mv.from]; from != nil {
+				from.live -= size
+				from.dead += size
+				from.liveKeys--
+			}
+		}
+		db.snap = nil // cached clones point at the old locations
+		db.mu.Unlock()
+		moves = moves[n:]
+	}
+}
+
+// allocFileID returns a new data file id.
+func (db *DB) allocFileID() (uint32, error) {
+	id := db.nextID.Add(1) - 1
+	if id > keydir.MaxFileID {
+		return 0, fmt.Errorf("data file ids exhausted (%d)", id)
+	}
+	return id, nil
+}
+
+// rateLimiter paces merge I/O to a byte rate (0: unlimited).
+type rateLimiter struct {
+	perSec int64
+	start  time.Time
+	bytes  int64
+}
+
+func (r *rateLimiter) wait(n int64) {
+	if r.perSec <= 0 {
+		return
+	}
+	if r.start.IsZero() {
+		r.start = time.Now()
+	}
+	r.bytes += n
+	due := time.Duration(float64(r.bytes) / float64(r.perSec) * float64(time.Second))
+	if ahead := due - time.Since(r.start); ahead > time.Millisecond {
+		time.Sleep(ahead)
+	}
+}

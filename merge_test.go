@@ -1,0 +1,294 @@
+package caskade
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caskade/caskade/internal/segment"
+	"github.com/caskade/caskade/vfs"
+)
+
+func dataFiles(t *testing.T, fs vfs.FS, dir string) []string {
+	t.Helper()
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range names {
+		if _, kind := segment.Parse(n); kind == segment.KindData {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func TestMergeCompactsAndKeepsData(t *testing.T) {
+	clk := newTestClock()
+	dir := t.TempDir()
+	opts := &Options{MaxFileSize: 8 << 10, Now: clk.Now, ExpiryPeriod: -1, Sync: SyncNone}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	val := bytes.Repeat([]byte("v"), 200)
+	for round := range 10 {
+		for i := range 100 {
+			k := fmt.Sprintf("k%03d", i)
+			v := fmt.Sprintf("%d-%s", round, val)
+			db.Set([]byte(k), []byte(v))
+			want[k] = v
+		}
+	}
+	for i := range 30 {
+		k := fmt.Sprintf("k%03d", i)
+		db.Delete([]byte(k))
+		delete(want, k)
+	}
+	db.SetWithTTL([]byte("k050"), []byte("ttl"), time.Hour) // survives the merge with its TTL
+	want["k050"] = "ttl"
+	db.SetWithTTL([]byte("k051"), []byte("gone"), time.Second)
+	delete(want, "k051")
+	clk.Advance(2 * time.Second) // k051 expires before the merge
+	unknown := filepath.Join(dir, "README.txt")
+	os.WriteFile(unknown, []byte("not ours"), 0o644)
+
+	before := db.Stats()
+	ms, err := db.Merge(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := db.Stats()
+	t.Logf("merge: %+v; disk %d -> %d bytes", ms, before.DiskBytes, after.DiskBytes)
+	if ms.InputFiles < 2 || ms.OutputFiles < 1 || ms.Records == 0 || ms.Records > len(want) {
+		t.Fatalf("merge stats %+v for %d live keys", ms, len(want))
+	}
+	if after.DiskBytes >= before.DiskBytes/3 {
+		t.Fatalf("disk use %d -> %d: merge did not reclaim overwritten data", before.DiskBytes, after.DiskBytes)
+	}
+	if got := contents(t, db); !maps.Equal(got, want) {
+		t.Fatalf("after merge: %d keys, want %d", len(got), len(want))
+	}
+	if info, err := db.Stat([]byte("k050")); err != nil || info.ExpiresAt.IsZero() {
+		t.Fatalf("TTL lost in merge: %+v %v", info, err)
+	}
+	if _, err := os.Stat(unknown); err != nil {
+		t.Fatalf("merge touched a file it does not own: %v", err)
+	}
+	// Writes go on after a merge, and everything survives a reopen.
+	db.Set([]byte("after"), []byte("merge"))
+	want["after"] = "merge"
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, opts)
+	if got := contents(t, db); !maps.Equal(got, want) {
+		t.Fatalf("after reopen: %d keys, want %d", len(got), len(want))
+	}
+	for i := range 30 {
+		mustMiss(t, db, fmt.Sprintf("k%03d", i)) // deleted keys stay deleted
+	}
+	if st := db.Stats(); st.Recovery.FromHints != st.Recovery.Files {
+		t.Fatalf("merge outputs without hints: %+v", st.Recovery)
+	}
+	// A second merge of an already merged database keeps everything too.
+	if _, err := db.Merge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := contents(t, db); !maps.Equal(got, want) {
+		t.Fatalf("after second merge: %d keys, want %d", len(got), len(want))
+	}
+}
+
+// A snapshot taken before a merge keeps reading the old files; they leave
+// the disk only when it closes.
+func TestMergeKeepsFilesForSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, &Options{MaxFileSize: 4 << 10, ExpiryPeriod: -1, Sync: SyncNone})
+	for i := range 200 {
+		db.Set(fmt.Appendf(nil, "k%03d", i%50), fmt.Appendf(nil, "v%d", i))
+	}
+	snap := db.Snapshot()
+	it, _ := db.NewIterator(nil)
+	oldFiles := dataFiles(t, vfs.OS(), dir)
+	if _, err := db.Merge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 150; i < 200; i++ {
+		mustGet(t, snap, fmt.Sprintf("k%03d", i%50), fmt.Sprintf("v%d", i))
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if it.Value() == nil {
+			t.Fatalf("iterator read after merge: %v", it.Err())
+		}
+		n++
+	}
+	if n != 50 {
+		t.Fatalf("iterator saw %d keys", n)
+	}
+	names, _ := os.ReadDir(dir)
+	retired := 0
+	for _, e := range names {
+		if _, kind := segment.Parse(e.Name()); kind == segment.KindTemp {
+			retired++
+		}
+	}
+	if retired == 0 {
+		t.Fatal("retired files already deleted while a snapshot reads them")
+	}
+	snap.Close()
+	it.Close()
+	names, _ = os.ReadDir(dir)
+	for _, e := range names {
+		if _, kind := segment.Parse(e.Name()); kind == segment.KindTemp {
+			t.Fatalf("retired file %s still on disk after the last reader closed (old files %v)", e.Name(), oldFiles)
+		}
+	}
+}
+
+// Merge under concurrent writers and readers, checked against a model.
+func TestMergeConcurrent(t *testing.T) {
+	seed := testSeed(t)
+	db := openTest(t, t.TempDir(), &Options{MaxFileSize: 16 << 10, ExpiryPeriod: -1, Sync: SyncNone})
+	const writers = 4
+	models := make([]map[string]string, writers)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range writers {
+		models[w] = map[string]string{}
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(seed, uint64(w)))
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := fmt.Sprintf("w%d-%03d", w, r.IntN(200))
+				if r.IntN(4) == 0 {
+					if err := db.Delete([]byte(k)); err != nil {
+						t.Error(err)
+						return
+					}
+					delete(models[w], k)
+				} else {
+					v := fmt.Sprintf("%d-%d", i, r.Uint64())
+					if err := db.Set([]byte(k), []byte(v)); err != nil {
+						t.Error(err)
+						return
+					}
+					models[w][k] = v
+				}
+				// Read back one of this writer's keys.
+				k = fmt.Sprintf("w%d-%03d", w, r.IntN(200))
+				v, err := db.Get([]byte(k))
+				want, ok := models[w][k]
+				if ok != (err == nil) || (ok && string(v) != want) {
+					t.Errorf("read %q during merge = %q, %v; want %q", k, v, err, want)
+					return
+				}
+			}
+		})
+	}
+	// Merge again and again while the writers run, until five merges had
+	// sealed files to work on.
+	for merged := 0; merged < 5; {
+		ms, err := db.Merge(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ms.InputFiles > 0 {
+			merged++
+		}
+		runtime.Gosched()
+	}
+	close(stop)
+	wg.Wait()
+	want := map[string]string{}
+	for _, m := range models {
+		maps.Copy(want, m)
+	}
+	if got := contents(t, db); !maps.Equal(got, want) {
+		t.Fatalf("after concurrent merges: %d keys, want %d", len(got), len(want))
+	}
+}
+
+func TestMergeCancel(t *testing.T) {
+	db := openTest(t, t.TempDir(), &Options{MaxFileSize: 4 << 10, ExpiryPeriod: -1, Sync: SyncNone})
+	for i := range 3000 {
+		db.Set(fmt.Appendf(nil, "k%04d", i), []byte("value"))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := db.Merge(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled merge: %v", err)
+	}
+	mustGet(t, db, "k2999", "value")
+	if n := db.Stats().Keys; n != 3000 {
+		t.Fatalf("keys after cancelled merge: %d", n)
+	}
+}
+
+// TestCrashDuringMerge crashes the file system at every k-th mutating
+// operation of a merge: the database must reopen with exactly its data.
+func TestCrashDuringMerge(t *testing.T) {
+	seed := testSeed(t)
+	build := func() (*vfs.MemFS, map[string]string) {
+		fs := vfs.NewMem()
+		db, err := Open("/db", &Options{FS: fs, MaxFileSize: 2 << 10, ExpiryPeriod: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		acked, _ := crashWorkload(db, seed, 60)
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return fs, acked
+	}
+	base, want := build()
+	measure := base.Crash(vfs.CrashOptions{})
+	db, err := Open("/db", &Options{FS: measure, MaxFileSize: 2 << 10, ExpiryPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := measure.MutatingOps()
+	if _, err := db.Merge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	total := measure.MutatingOps() - start
+	db.Close()
+	for k := 0; k <= total; k++ {
+		fs := base.Crash(vfs.CrashOptions{})
+		db, err := Open("/db", &Options{FS: fs, MaxFileSize: 2 << 10, ExpiryPeriod: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs.SetCrashAfter(k)
+		db.Merge(context.Background())
+		db.Close()
+		for _, tear := range []bool{false, true} {
+			after := fs.Crash(vfs.CrashOptions{Tear: tear, Rand: rand.New(rand.NewPCG(seed, uint64(k)))})
+			db2, err := Open("/db", &Options{FS: after, MaxFileSize: 2 << 10, ExpiryPeriod: -1})
+			if err != nil {
+				t.Fatalf("crash at merge op %d: reopen: %v", k, err)
+			}
+			if got := contents(t, db2); !maps.Equal(got, want) {
+				t.Fatalf("crash at merge op %d (tear %v): %d keys, want %d", k, tear, len(got), len(want))
+			}
+			db2.Close()
+		}
+	}
+	t.Logf("crashed at each of %d merge operations", total+1)
+}
