@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -23,6 +24,7 @@ const (
 	opExpire                    // change key's expiry (0: persist); sets found
 	opForget                    // drop key from memory if it is at version and expired
 	opCheck                     // fail the commit unless key is at version (0: absent)
+	opSeal                      // seal the active file and capture a view (for Backup)
 )
 
 // op is one mutation. Results (found) are written by the commit leader and
@@ -35,6 +37,7 @@ type op struct {
 	version uint64        // opForget
 	ttl     time.Duration // Batch.SetWithTTL, made absolute by DB.Write
 	found   bool
+	view    *view // opSeal: the state at the seal
 }
 
 // commitReq is one commit: its ops become one batch with one version.
@@ -239,6 +242,13 @@ func (db *DB) runGroup(group []*commitReq) {
 		db.lastVer = ver
 		db.applyGroup(applies, ver)
 		db.notify(applies)
+		if serr := db.sealFor(group); serr != nil {
+			for _, r := range group {
+				if slices.ContainsFunc(r.ops, func(o op) bool { return o.kind == opSeal }) {
+					r.err = serr
+				}
+			}
+		}
 	} else {
 		for _, r := range group {
 			r.version = 0
@@ -531,4 +541,35 @@ func (db *DB) notify(applies []apply) {
 	for _, fn := range db.observers {
 		fn(keys)
 	}
+}
+
+// sealFor handles opSeal requests of a group: it seals the active file, so
+// that every file holding committed data is immutable, and hands each
+// request a view of exactly that state. The next write starts a new file.
+func (db *DB) sealFor(group []*commitReq) error {
+	var seals []*op
+	for _, r := range group {
+		for i := range r.ops {
+			if r.ops[i].kind == opSeal {
+				seals = append(seals, &r.ops[i])
+			}
+		}
+	}
+	if len(seals) == 0 {
+		return nil
+	}
+	if f := db.active.Load(); f != nil {
+		if err := f.Sync(); err != nil {
+			return db.stopWrites(fmt.Errorf("sync %s: %w", f.Path, err))
+		}
+		db.mu.Lock()
+		db.active.Store(nil)
+		db.mu.Unlock()
+		// The hint is written now rather than queued, so a backup finds it.
+		db.writeHint(f.ID)
+	}
+	for _, o := range seals {
+		o.view = db.newView()
+	}
+	return nil
 }

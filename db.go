@@ -147,6 +147,10 @@ func Open(dir string, opts *Options) (*DB, error) {
 			db.bg.Add(1)
 			go db.expiryLoop()
 		}
+		if o.MergeInterval > 0 {
+			db.bg.Add(1)
+			go db.mergeLoop()
+		}
 	}
 	return db, nil
 }

@@ -35,6 +35,9 @@ var (
 	// may have lost data, so the database accepts no more writes until it is
 	// reopened. The error wraps the original cause. Reads keep working.
 	ErrWritesStopped = errors.New("caskade: writes stopped after an I/O error")
+	// ErrNotEmpty means a backup or restore target directory already holds
+	// files.
+	ErrNotEmpty = errors.New("caskade: directory is not empty")
 	// ErrCorrupt means a data or hint file is damaged. It is wrapped by a
 	// *CorruptionError naming the file and offset.
 	ErrCorrupt = errors.New("caskade: corrupt data")

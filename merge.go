@@ -366,3 +366,53 @@ func (r *rateLimiter) wait(n int64) {
 		time.Sleep(ahead)
 	}
 }
+
+// NeedsMerge reports whether the sealed files are dead enough for the
+// automatic merge thresholds of Options.
+func (db *DB) NeedsMerge() bool {
+	active := db.active.Load()
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	var live, dead int64
+	fileTrigger := false
+	for id, st := range db.fstats {
+		if active != nil && id == active.ID {
+			continue
+		}
+		live += st.live
+		dead += st.dead
+		if total := st.live + st.dead; total > 0 && float64(st.dead)/float64(total) >= db.opts.MergeFileDeadRatio {
+			fileTrigger = true
+		}
+	}
+	if dead < db.opts.MergeMinDeadBytes {
+		return false
+	}
+	return fileTrigger || float64(dead)/float64(live+dead) >= db.opts.MergeDeadRatio
+}
+
+// mergeLoop merges on its own when NeedsMerge says so.
+func (db *DB) mergeLoop() {
+	defer db.bg.Done()
+	t := time.NewTicker(db.opts.MergeInterval)
+	defer t.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-db.stop
+		cancel()
+	}()
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-t.C:
+		}
+		if !db.NeedsMerge() {
+			continue
+		}
+		if _, err := db.Merge(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed) {
+			db.opts.Logger.Error("caskade: automatic merge failed", "err", err)
+		}
+	}
+}

@@ -292,3 +292,50 @@ func TestCrashDuringMerge(t *testing.T) {
 	}
 	t.Logf("crashed at each of %d merge operations", total+1)
 }
+
+func TestAutomaticMerge(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, &Options{MaxFileSize: 4 << 10, Sync: SyncNone, ExpiryPeriod: -1,
+		MergeInterval: time.Millisecond, MergeMinDeadBytes: 16 << 10})
+	merged := false
+	for round := 0; round < 2000 && !merged; round++ {
+		for i := range 20 {
+			db.Set(fmt.Appendf(nil, "k%02d", i), bytes.Repeat([]byte("x"), 100))
+		}
+		if _, err := os.Stat(filepath.Join(dir, segment.DataName(1))); errors.Is(err, os.ErrNotExist) {
+			merged = true // the first file was merged away
+		}
+		runtime.Gosched()
+	}
+	if !merged {
+		t.Fatal("no automatic merge happened although most bytes were dead")
+	}
+	for i := range 20 {
+		mustGet(t, db, fmt.Sprintf("k%02d", i), string(bytes.Repeat([]byte("x"), 100)))
+	}
+}
+
+func TestNeedsMerge(t *testing.T) {
+	db := openTest(t, t.TempDir(), &Options{MaxFileSize: 4 << 10, Sync: SyncNone, ExpiryPeriod: -1,
+		MergeInterval: -1, MergeMinDeadBytes: 8 << 10})
+	for i := range 40 {
+		db.Set(fmt.Appendf(nil, "k%02d", i), bytes.Repeat([]byte("x"), 100))
+	}
+	if db.NeedsMerge() {
+		t.Fatal("a database with no dead bytes needs a merge")
+	}
+	for range 5 {
+		for i := range 40 {
+			db.Set(fmt.Appendf(nil, "k%02d", i), bytes.Repeat([]byte("y"), 100))
+		}
+	}
+	if !db.NeedsMerge() {
+		t.Fatalf("a mostly dead database needs no merge: %+v", db.Stats())
+	}
+	if _, err := db.Merge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if db.NeedsMerge() {
+		t.Fatal("still needs a merge after merging")
+	}
+}

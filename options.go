@@ -58,6 +58,8 @@ const (
 	DefaultMaxFileSize   = 256 << 20
 	DefaultSyncInterval  = time.Second
 	DefaultExpiryPeriod  = 100 * time.Millisecond
+	DefaultMergeInterval = time.Minute
+	DefaultMergeMinDead  = 64 << 20
 	maxFileSizeLimit     = 1 << 40
 	maxRecordLengthLimit = 1<<32 - 1
 )
@@ -96,6 +98,18 @@ type Options struct {
 	// (default 100 ms); a negative value disables active expiry (expired
 	// keys are still never returned).
 	ExpiryPeriod time.Duration
+	// MergeInterval is how often the database checks whether to merge on
+	// its own (default one minute); a negative value disables automatic
+	// merges (Merge still works).
+	MergeInterval time.Duration
+	// MergeDeadRatio triggers a merge when dead bytes make up at least this
+	// share of the sealed files (default 0.5), provided there are at least
+	// MergeMinDeadBytes of them (default 64 MiB).
+	MergeDeadRatio    float64
+	MergeMinDeadBytes int64
+	// MergeFileDeadRatio triggers a merge when any one sealed file is at
+	// least this dead (default 0.9), again given MergeMinDeadBytes in all.
+	MergeFileDeadRatio float64
 	// MergeBytesPerSec caps the rate at which merge reads and rewrites
 	// records, to keep foreground latency steady; 0 means no cap.
 	MergeBytesPerSec int64
@@ -126,6 +140,10 @@ func (o *Options) Validate() error {
 		return bad("negative MaxBatchSize %d", o.MaxBatchSize)
 	case o.MaxFileSize < 0 || o.MaxFileSize > maxFileSizeLimit:
 		return bad("MaxFileSize %d out of range", o.MaxFileSize)
+	case o.MergeDeadRatio < 0 || o.MergeDeadRatio > 1 || o.MergeFileDeadRatio < 0 || o.MergeFileDeadRatio > 1:
+		return bad("merge ratios must be between 0 and 1")
+	case o.MergeMinDeadBytes < 0 || o.MergeBytesPerSec < 0:
+		return bad("negative merge limits")
 	case o.RecoveryWorkers < 0:
 		return bad("negative RecoveryWorkers %d", o.RecoveryWorkers)
 	case o.ReadOnly && o.Salvage:
@@ -163,6 +181,18 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.ExpiryPeriod == 0 {
 		c.ExpiryPeriod = DefaultExpiryPeriod
+	}
+	if c.MergeInterval == 0 {
+		c.MergeInterval = DefaultMergeInterval
+	}
+	if c.MergeDeadRatio == 0 {
+		c.MergeDeadRatio = 0.5
+	}
+	if c.MergeFileDeadRatio == 0 {
+		c.MergeFileDeadRatio = 0.9
+	}
+	if c.MergeMinDeadBytes == 0 {
+		c.MergeMinDeadBytes = DefaultMergeMinDead
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

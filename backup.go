@@ -1,0 +1,362 @@
+package caskade
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"maps"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/caskade/caskade/internal/pario"
+	"github.com/caskade/caskade/internal/segment"
+	"github.com/caskade/caskade/vfs"
+)
+
+// ManifestName is the file that completes a backup: it lists every file of
+// the backup with its size and CRC-32C. A directory without it is not a
+// (complete) backup.
+const ManifestName = "MANIFEST.json"
+
+const manifestFormat = 1
+
+type manifest struct {
+	Format  int            `json:"format"`
+	Version uint64         `json:"version"` // newest commit version in the backup
+	Created time.Time      `json:"created"`
+	Files   []manifestFile `json:"files"`
+}
+
+type manifestFile struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	CRC32C uint32 `json:"crc32c"`
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// BackupOptions configure Backup. The zero value copies every file.
+type BackupOptions struct {
+	// Link hard-links data and hint files into the backup instead of
+	// copying them, where the file system allows (the same file system and
+	// one that supports links); it falls back to copying. Files are never
+	// changed in place, so a linked backup stays consistent.
+	Link bool
+	// Workers is the number of parallel copy workers (default GOMAXPROCS).
+	Workers int
+}
+
+// BackupStats describes a backup.
+type BackupStats struct {
+	Version  uint64 // the backup holds exactly the commits up to this version
+	Files    int
+	Bytes    int64
+	Linked   int // files hard-linked rather than copied
+	Duration time.Duration
+}
+
+// Backup writes a consistent point-in-time copy of the database into dst,
+// which must not exist or be empty, while reads and writes go on. It seals
+// the active data file, so that every file holding committed data is
+// immutable, then copies (or links) those files and their hint files in
+// parallel, and finally writes a manifest of sizes and checksums. The copy
+// holds exactly the commits up to the returned version. Restore verifies and
+// installs a backup; a backup directory is also a database directory that
+// Open (read-only, if you like) accepts as it is.
+func (db *DB) Backup(ctx context.Context, dst string, opts *BackupOptions) (BackupStats, error) {
+	st, v, err := db.backup(ctx, dst, opts)
+	if v != nil {
+		v.release()
+	}
+	return st, err
+}
+
+// backup does Backup and returns the view of the backup point, which the
+// caller releases.
+func (db *DB) backup(ctx context.Context, dst string, opts *BackupOptions) (BackupStats, *view, error) {
+	start := time.Now()
+	var o BackupOptions
+	if opts != nil {
+		o = *opts
+	}
+	// Merge would retire files under the copy; backups and merges take
+	// turns.
+	db.mergeMu.Lock()
+	defer db.mergeMu.Unlock()
+	if err := db.fs.MkdirAll(dst, 0o755); err != nil {
+		return BackupStats{}, nil, fmt.Errorf("caskade: backup: %w", err)
+	}
+	if err := checkEmpty(db.fs, dst); err != nil {
+		return BackupStats{}, nil, err
+	}
+	var v *view
+	if db.opts.ReadOnly {
+		v = db.newView() // nothing is active
+	} else {
+		ops := []op{{kind: opSeal}}
+		if _, err := db.commit(ops); err != nil {
+			return BackupStats{}, nil, fmt.Errorf("caskade: backup: %w", err)
+		}
+		v = ops[0].view
+	}
+	st := BackupStats{Version: v.version}
+	m := manifest{Format: manifestFormat, Version: v.version, Created: time.Now().UTC()}
+	ids := slices.Sorted(maps.Keys(v.files.files))
+	popts := pario.Options{Workers: o.Workers}
+	for _, id := range ids {
+		f := v.files.files[id]
+		names := []string{segment.DataName(id)}
+		if _, err := db.fs.Stat(filepath.Join(db.dir, segment.HintName(id))); err == nil {
+			names = append(names, segment.HintName(id))
+		}
+		for _, name := range names {
+			if err := ctx.Err(); err != nil {
+				return st, v, err
+			}
+			src := filepath.Join(db.dir, name)
+			to := filepath.Join(dst, name)
+			size := f.Size()
+			linked := false
+			if o.Link {
+				linked = db.fs.Link(src, to) == nil
+			}
+			if !linked {
+				var err error
+				if name == segment.DataName(id) {
+					err = copyFile(ctx, db.fs, to, f, size, popts)
+				} else {
+					size, err = copyPath(ctx, db.fs, src, to, popts)
+				}
+				if err != nil {
+					return st, v, fmt.Errorf("caskade: backup %s: %w", name, err)
+				}
+			} else {
+				st.Linked++
+				if name != segment.DataName(id) {
+					fi, err := db.fs.Stat(to)
+					if err != nil {
+						return st, v, err
+					}
+					size = fi.Size()
+				}
+			}
+			sum, err := checksum(ctx, db.fs, to, size, popts)
+			if err != nil {
+				return st, v, fmt.Errorf("caskade: backup %s: %w", name, err)
+			}
+			m.Files = append(m.Files, manifestFile{Name: name, Size: size, CRC32C: sum})
+			st.Files++
+			st.Bytes += size
+		}
+	}
+	if err := db.fs.SyncDir(dst); err != nil {
+		return st, v, err
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return st, v, err
+	}
+	if err := writeFileAtomic(db.fs, dst, ManifestName, append(b, '\n')); err != nil {
+		return st, v, fmt.Errorf("caskade: backup manifest: %w", err)
+	}
+	st.Duration = time.Since(start)
+	db.opts.Logger.Info("caskade: backup", "dst", dst, "version", st.Version, "files", st.Files, "bytes", st.Bytes)
+	return st, v, nil
+}
+
+// RestoreOptions configure Restore.
+type RestoreOptions struct {
+	// FS is the file system of both directories; nil means the OS's.
+	FS vfs.FS
+	// Force allows restoring into a directory that already holds a
+	// database: its data, hint and temporary files are removed first.
+	// Files caskade does not own are never touched.
+	Force bool
+	// Workers is the number of parallel copy workers (default GOMAXPROCS).
+	Workers int
+}
+
+// Restore verifies the backup in src against its manifest (every file's
+// size and CRC-32C) and installs it as the database in dir. It refuses a
+// dir that is in use by an open database, and one that is not empty unless
+// opts.Force is set. Nothing is installed unless every file verifies.
+func Restore(ctx context.Context, src, dir string, opts *RestoreOptions) error {
+	var o RestoreOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.FS == nil {
+		o.FS = vfs.OS()
+	}
+	fsys := o.FS
+	popts := pario.Options{Workers: o.Workers}
+	b, err := segment.ReadAll(fsys, filepath.Join(src, ManifestName))
+	if err != nil {
+		return fmt.Errorf("caskade: restore: %s is not a complete backup: %w", src, err)
+	}
+	var m manifest
+	if err := json.Unmarshal(b, &m); err != nil || m.Format != manifestFormat {
+		return &CorruptionError{Path: filepath.Join(src, ManifestName), Err: fmt.Errorf("unreadable manifest (format %d): %v", m.Format, err)}
+	}
+	for _, f := range m.Files {
+		if _, kind := segment.Parse(f.Name); (kind != segment.KindData && kind != segment.KindHint) || filepath.Base(f.Name) != f.Name {
+			return &CorruptionError{Path: filepath.Join(src, ManifestName), Err: fmt.Errorf("manifest names %q", f.Name)}
+		}
+		if err := verify(ctx, fsys, filepath.Join(src, f.Name), f, popts); err != nil {
+			return err
+		}
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("caskade: restore: %w", err)
+	}
+	lock, err := fsys.Lock(filepath.Join(dir, LockFileName))
+	if err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			return fmt.Errorf("%w: %s: %w", ErrLocked, dir, err)
+		}
+		return fmt.Errorf("caskade: restore: %w", err)
+	}
+	defer lock.Close()
+	if err := checkEmpty(fsys, dir); err != nil {
+		if !o.Force {
+			return err
+		}
+		if err := clearDir(fsys, dir); err != nil {
+			return fmt.Errorf("caskade: restore: %w", err)
+		}
+	}
+	// Copy under temporary names, then rename: an interrupted restore
+	// leaves nothing a later open would take for data.
+	for _, f := range m.Files {
+		tmp := filepath.Join(dir, f.Name) + ".tmp"
+		if _, err := copyPath(ctx, fsys, filepath.Join(src, f.Name), tmp, popts); err != nil {
+			return fmt.Errorf("caskade: restore %s: %w", f.Name, err)
+		}
+		if err := verify(ctx, fsys, tmp, f, popts); err != nil {
+			return err
+		}
+	}
+	for _, f := range m.Files {
+		if err := fsys.Rename(filepath.Join(dir, f.Name)+".tmp", filepath.Join(dir, f.Name)); err != nil {
+			return fmt.Errorf("caskade: restore: %w", err)
+		}
+	}
+	return fsys.SyncDir(dir)
+}
+
+// checkEmpty fails with ErrNotEmpty if dir holds any file but a lock file.
+func checkEmpty(fsys vfs.FS, dir string) error {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return fmt.Errorf("caskade: %w", err)
+	}
+	for _, n := range names {
+		if n != LockFileName {
+			return fmt.Errorf("%w: %s holds %s", ErrNotEmpty, dir, n)
+		}
+	}
+	return nil
+}
+
+// clearDir removes caskade's own files (data, hint, temporary) from dir.
+func clearDir(fsys vfs.FS, dir string) error {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if _, kind := segment.Parse(n); kind != segment.KindOther {
+			if err := fsys.Remove(filepath.Join(dir, n)); err != nil {
+				return err
+			}
+		}
+	}
+	return fsys.SyncDir(dir)
+}
+
+func copyFile(ctx context.Context, fsys vfs.FS, to string, src pario.ReaderAt, size int64, o pario.Options) error {
+	out, err := fsys.Create(to)
+	if err != nil {
+		return err
+	}
+	if err := pario.Copy(ctx, out, src, size, o); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func copyPath(ctx context.Context, fsys vfs.FS, from, to string, o pario.Options) (int64, error) {
+	in, err := fsys.Open(from)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), copyFile(ctx, fsys, to, in, fi.Size(), o)
+}
+
+func checksum(ctx context.Context, fsys vfs.FS, path string, size int64, o pario.Options) (uint32, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var sum uint32
+	err = pario.Stream(ctx, f, size, o, func(_ int64, chunk []byte) error {
+		sum = crc32.Update(sum, castagnoli, chunk)
+		return nil
+	})
+	return sum, err
+}
+
+func verify(ctx context.Context, fsys vfs.FS, path string, want manifestFile, o pario.Options) error {
+	fi, err := fsys.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return &CorruptionError{Path: path, Err: fmt.Errorf("missing from the backup: %w", err)}
+		}
+		return err
+	}
+	if fi.Size() != want.Size {
+		return &CorruptionError{Path: path, Err: fmt.Errorf("size %d, manifest says %d", fi.Size(), want.Size)}
+	}
+	sum, err := checksum(ctx, fsys, path, want.Size, o)
+	if err != nil {
+		return err
+	}
+	if sum != want.CRC32C {
+		return &CorruptionError{Path: path, Err: fmt.Errorf("CRC-32C %08x, manifest says %08x", sum, want.CRC32C)}
+	}
+	return nil
+}
+
+func writeFileAtomic(fsys vfs.FS, dir, name string, b []byte) error {
+	tmp := filepath.Join(dir, name+".tmp")
+	f, err := fsys.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	return fsys.SyncDir(dir)
+}

@@ -1,0 +1,141 @@
+package caskade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/caskade/caskade/internal/segment"
+)
+
+// snapshotContents reads every pair of a view.
+func viewContents(t *testing.T, v *view) map[string]string {
+	t.Helper()
+	v.files.acquire()
+	v.db.mu.Lock()
+	v.db.snapshots++
+	v.db.mu.Unlock()
+	it := newIterator(v, nil)
+	defer it.Close()
+	got := map[string]string{}
+	for ok := it.First(); ok; ok = it.Next() {
+		got[string(it.Key())] = string(it.Value())
+	}
+	if it.Err() != nil {
+		t.Fatal(it.Err())
+	}
+	return got
+}
+
+// A backup taken during concurrent writes restores to exactly the state of
+// a snapshot taken at the backup point.
+func TestBackupRestoreDuringWrites(t *testing.T) {
+	seed := testSeed(t)
+	for _, link := range []bool{false, true} {
+		t.Run(fmt.Sprintf("link=%v", link), func(t *testing.T) {
+			dir := t.TempDir()
+			db := openTest(t, dir, &Options{MaxFileSize: 16 << 10, Sync: SyncNone, ExpiryPeriod: -1})
+			for i := range 500 {
+				db.Set(fmt.Appendf(nil, "pre%03d", i), fmt.Appendf(nil, "v%d", i))
+			}
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for w := range 3 {
+				wg.Go(func() {
+					r := rand.New(rand.NewPCG(seed, uint64(w)))
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						k := fmt.Appendf(nil, "w%d-%03d", w, r.IntN(300))
+						if r.IntN(5) == 0 {
+							db.Delete(k)
+						} else {
+							db.Set(k, fmt.Appendf(nil, "%d", i))
+						}
+					}
+				})
+			}
+			backupDir := filepath.Join(t.TempDir(), "backup")
+			st, v, err := db.backup(context.Background(), backupDir, &BackupOptions{Link: link})
+			close(stop)
+			wg.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := viewContents(t, v)
+			v.release()
+			if link && st.Linked == 0 {
+				t.Fatal("no file was linked")
+			}
+			restored := filepath.Join(t.TempDir(), "restored")
+			if err := Restore(context.Background(), backupDir, restored, nil); err != nil {
+				t.Fatal(err)
+			}
+			rdb := openTest(t, restored, nil)
+			got := contents(t, rdb)
+			if !maps.Equal(got, want) {
+				t.Fatalf("restored %d keys, the backup point had %d", len(got), len(want))
+			}
+			if rdb.Version() != st.Version {
+				t.Fatalf("restored version %d, backup version %d", rdb.Version(), st.Version)
+			}
+		})
+	}
+}
+
+func TestRestoreRefusesAndVerifies(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	for i := range 50 {
+		db.Set(fmt.Appendf(nil, "k%02d", i), []byte("value"))
+	}
+	backupDir := filepath.Join(t.TempDir(), "b")
+	if _, err := db.Backup(context.Background(), backupDir, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Backing up into a non-empty directory is refused.
+	if _, err := db.Backup(context.Background(), backupDir, nil); !errors.Is(err, ErrNotEmpty) {
+		t.Fatalf("backup into a full directory: %v", err)
+	}
+	// Restoring over a live database is refused (locked), and over a
+	// non-empty directory without Force.
+	if err := Restore(context.Background(), backupDir, dir, &RestoreOptions{Force: true}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("restore over an open database: %v", err)
+	}
+	target := t.TempDir()
+	os.WriteFile(filepath.Join(target, "notes.txt"), []byte("mine"), 0o644)
+	if err := Restore(context.Background(), backupDir, target, nil); !errors.Is(err, ErrNotEmpty) {
+		t.Fatalf("restore into a non-empty directory: %v", err)
+	}
+	if err := Restore(context.Background(), backupDir, target, &RestoreOptions{Force: true}); err != nil {
+		t.Fatalf("forced restore: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(target, "notes.txt")); err != nil || string(b) != "mine" {
+		t.Fatal("forced restore touched a file it does not own")
+	}
+	// A damaged backup is refused, and nothing is installed.
+	data := filepath.Join(backupDir, segment.DataName(1))
+	b, _ := os.ReadFile(data)
+	b[len(b)-1] ^= 1
+	os.WriteFile(data, b, 0o644)
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	if err := Restore(context.Background(), backupDir, fresh, nil); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("restore of a damaged backup: %v", err)
+	}
+	if names, _ := os.ReadDir(fresh); len(names) > 0 {
+		t.Fatalf("damaged restore left %d files", len(names))
+	}
+	os.Remove(filepath.Join(backupDir, ManifestName))
+	if err := Restore(context.Background(), backupDir, fresh, nil); err == nil {
+		t.Fatal("restored a backup without a manifest")
+	}
+}
