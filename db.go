@@ -106,7 +106,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		opts:     o,
 		dir:      dir,
 		fs:       o.FS,
-		lim:      record.Limits{MaxKey: uint32(o.MaxKeySize), MaxValue: uint32(o.MaxValueSize)},
+		lim:      limitsOf(o),
 		tree:     keydir.New(),
 		fset:     newFileSet(map[uint32]*segment.File{}),
 		fstats:   map[uint32]*fileStat{},
@@ -236,18 +236,7 @@ func (db *DB) recover() error {
 	}
 	// The file that took appends when the process stopped is the newest one
 	// not written by merge; only it may have a torn tail.
-	newest := -1
-	for i := len(ids) - 1; i >= 0; i-- {
-		merged, err := segment.IsMerged(db.fs, filepath.Join(db.dir, segment.DataName(ids[i])))
-		if err != nil {
-			return fmt.Errorf("caskade: %w", err)
-		}
-		if !merged {
-			newest = i
-			break
-		}
-	}
-
+	newest := newestWriterFile(db.fs, db.dir, ids)
 	results := make([]fileResult, len(ids))
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -503,6 +492,10 @@ func (db *DB) mergeRecovered(results []fileResult) error {
 	db.tree = loader.Finish()
 	db.version = db.recovery.MaxVersion
 	return nil
+}
+
+func limitsOf(o Options) record.Limits {
+	return record.Limits{MaxKey: uint32(o.MaxKeySize), MaxValue: uint32(o.MaxValueSize)}
 }
 
 func (db *DB) nowMs() int64 { return db.opts.Now().UnixMilli() }

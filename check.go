@@ -1,0 +1,198 @@
+package caskade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+
+	"github.com/caskade/caskade/internal/segment"
+	"github.com/caskade/caskade/vfs"
+)
+
+// CheckReport is what Check found.
+type CheckReport struct {
+	Files   int   // data files checked
+	Records int   // committed records that verified
+	Bytes   int64 // bytes of data files read
+	// Damage lists every damaged range of every data file.
+	Damage []CheckDamage
+	// TornBytes counts the bytes of an unfinished last write at the end of
+	// the newest data file, which Open cuts off; it is not damage.
+	TornBytes int64
+	// BadHints names hint files that do not match their data files (Open
+	// ignores them and scans the data file).
+	BadHints []string
+}
+
+// CheckDamage is one damaged byte range.
+type CheckDamage struct {
+	Path        string
+	Offset, End int64
+	Err         error
+}
+
+// OK reports whether Check found no damage.
+func (r CheckReport) OK() bool { return len(r.Damage) == 0 }
+
+// Check verifies every record of every data file in dir, and every hint
+// file against its data file, without changing anything, and reports every
+// damaged range. It takes the directory's lock if a writer ever created
+// one, so it refuses a directory an open database holds. opts supplies FS
+// and the size limits; other fields are ignored.
+func Check(ctx context.Context, dir string, opts *Options) (CheckReport, error) {
+	var rep CheckReport
+	if err := opts.Validate(); err != nil {
+		return rep, err
+	}
+	o := opts.withDefaults()
+	o.ReadOnly = true
+	db := &DB{opts: o, dir: dir, fs: o.FS}
+	if err := db.takeLock(); err != nil {
+		return rep, err
+	}
+	if db.lock != nil {
+		defer db.lock.Close()
+	}
+	lim := limitsOf(o)
+	names, err := o.FS.List(dir)
+	if err != nil {
+		return rep, fmt.Errorf("caskade: check: %w", err)
+	}
+	var ids []uint32
+	for _, n := range names {
+		if id, kind := segment.Parse(n); kind == segment.KindData {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	newest := newestWriterFile(o.FS, dir, ids)
+	for i, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		path := filepath.Join(dir, segment.DataName(id))
+		b, err := segment.ReadAll(o.FS, path)
+		if err != nil {
+			return rep, fmt.Errorf("caskade: check: %w", err)
+		}
+		rep.Files++
+		rep.Bytes += int64(len(b))
+		sr, err := segment.ScanData(b, path, segment.ScanSalvage, lim)
+		if err != nil {
+			rep.Damage = append(rep.Damage, CheckDamage{Path: path, Offset: 0, End: int64(len(b)), Err: err})
+			continue
+		}
+		rep.Records += len(sr.Hints)
+		for j, d := range sr.Damage {
+			// Damage running to the end of the newest file with nothing
+			// valid after it is a torn write, not damage.
+			if i == newest && j == len(sr.Damage)-1 && d.End == int64(len(b)) {
+				rep.TornBytes += d.End - d.Offset
+				continue
+			}
+			rep.Damage = append(rep.Damage, CheckDamage{Path: path, Offset: d.Offset, End: d.End, Err: d.Err})
+		}
+		hintPath := filepath.Join(dir, segment.HintName(id))
+		hb, err := segment.ReadAll(o.FS, hintPath)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return rep, fmt.Errorf("caskade: check: %w", err)
+		}
+		if _, err := segment.ReadHints(hb, int64(len(b)), lim); err != nil || len(sr.Damage) > 0 ||
+			!equalBytes(hb, segment.BuildHints(sr.Hints, sr.End)) {
+			rep.BadHints = append(rep.BadHints, hintPath)
+		}
+	}
+	return rep, nil
+}
+
+func equalBytes(a, b []byte) bool { return string(a) == string(b) }
+
+// newestWriterFile returns the index in ids of the newest data file not
+// written by merge (the only one that may end in a torn write), or -1.
+func newestWriterFile(fsys vfs.FS, dir string, ids []uint32) int {
+	for i := len(ids) - 1; i >= 0; i-- {
+		if merged, err := segment.IsMerged(fsys, filepath.Join(dir, segment.DataName(ids[i]))); err == nil && !merged {
+			return i
+		}
+	}
+	return -1
+}
+
+// Repair writes a salvaged copy of the database in dir into the new
+// directory dst: it opens dir read-only with Options.Salvage, so damaged
+// ranges are skipped, and copies every live key, with its value and expiry,
+// into a fresh database. The source is never changed. It returns how many
+// keys it copied.
+func Repair(ctx context.Context, dir, dst string, opts *Options) (int, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	src := o
+	src.ReadOnly, src.Salvage = true, true
+	sdb, err := Open(dir, &src)
+	if err != nil {
+		return 0, err
+	}
+	defer sdb.Close()
+	if err := o.withDefaults().FS.MkdirAll(dst, 0o755); err != nil {
+		return 0, err
+	}
+	if err := checkEmpty(o.withDefaults().FS, dst); err != nil {
+		return 0, err
+	}
+	out := o
+	out.ReadOnly, out.Salvage, out.Sync = false, false, SyncNone
+	ddb, err := Open(dst, &out)
+	if err != nil {
+		return 0, err
+	}
+	n, err := copyLive(ctx, sdb, ddb)
+	if err == nil {
+		err = ddb.Sync()
+	}
+	if cerr := ddb.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
+// copyLive copies every live pair of src into dst in large batches. A
+// value that cannot be read (damaged) is skipped and counted out.
+func copyLive(ctx context.Context, src, dst *DB) (int, error) {
+	it, err := src.NewIterator(nil)
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	var b Batch
+	n, pending := 0, 0
+	for ok := it.First(); ok; ok = it.Next() {
+		v := it.Value()
+		if v == nil && it.Err() != nil {
+			src.opts.Logger.Warn("caskade: repair skips an unreadable value", "key", it.Key(), "err", it.Err())
+			it.err = nil
+			continue
+		}
+		b.SetWithExpiry(it.Key(), v, it.Info().ExpiresAt)
+		n++
+		pending += len(it.Key()) + len(v)
+		if pending >= 4<<20 || b.Len() >= 10000 {
+			pending = 0
+			if err := ctx.Err(); err != nil {
+				return n, err
+			}
+			if err := dst.Write(&b); err != nil {
+				return n, err
+			}
+			b.Reset()
+		}
+	}
+	return n, dst.Write(&b)
+}

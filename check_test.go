@@ -1,0 +1,174 @@
+package caskade
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/caskade/caskade/internal/segment"
+)
+
+func buildOnDisk(t *testing.T, n int) (string, map[string]string) {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := Open(dir, &Options{MaxFileSize: 2 << 10, ExpiryPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for i := range n {
+		k, v := fmt.Sprintf("k%03d", i), fmt.Sprintf("value-%03d-%s", i, bytes.Repeat([]byte("x"), i%50))
+		db.Set([]byte(k), []byte(v))
+		want[k] = v
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, want
+}
+
+// Check finds every injected corruption, wherever it is; repair keeps every
+// record that is not damaged.
+func TestCheckAndRepair(t *testing.T) {
+	dir, want := buildOnDisk(t, 120)
+	rep, err := Check(context.Background(), dir, nil)
+	if err != nil || !rep.OK() || len(rep.BadHints) != 0 || rep.Records != 120 {
+		t.Fatalf("clean database: %+v %v", rep, err)
+	}
+	names, _ := os.ReadDir(dir)
+	var data []string
+	for _, e := range names {
+		if _, kind := segment.Parse(e.Name()); kind == segment.KindData {
+			data = append(data, filepath.Join(dir, e.Name()))
+		}
+	}
+	if len(data) < 4 {
+		t.Fatalf("only %d data files", len(data))
+	}
+	// Damage one byte in the middle of three files, sealed ones included.
+	damaged := []string{data[0], data[1], data[len(data)-1]}
+	for _, p := range damaged {
+		b, _ := os.ReadFile(p)
+		b[len(b)/2] ^= 0x40
+		os.WriteFile(p, b, 0o644)
+	}
+	rep, err = Check(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, d := range rep.Damage {
+		found[d.Path] = true
+	}
+	for _, p := range damaged {
+		if !found[p] {
+			t.Fatalf("damage in %s not reported: %+v", p, rep.Damage)
+		}
+	}
+	if len(rep.BadHints) < len(damaged) {
+		t.Fatalf("hints of damaged files not flagged: %v", rep.BadHints)
+	}
+	// The damaged database either refuses to open (damage found by a
+	// scan) or, opened through intact hints, fails loudly on damaged values.
+	if db, err := Open(dir, &Options{ReadOnly: true}); err != nil {
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("open of a damaged database: %v", err)
+		}
+	} else {
+		bad := 0
+		for k := range want {
+			if _, err := db.Get([]byte(k)); errors.Is(err, ErrCorrupt) {
+				bad++
+			}
+		}
+		db.Close()
+		if bad == 0 {
+			t.Fatal("damaged values read without an error")
+		}
+	}
+	// ...and repair copies every undamaged record.
+	dst := filepath.Join(t.TempDir(), "repaired")
+	n, err := Repair(context.Background(), dir, dst, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := openTest(t, dst, nil)
+	got := contents(t, rdb)
+	if len(got) != n || len(got) < len(want)-len(damaged)*4 || len(got) >= len(want) {
+		t.Fatalf("repaired %d of %d keys (copied %d)", len(got), len(want), n)
+	}
+	for k, v := range got {
+		if want[k] != v {
+			t.Fatalf("repaired %s = %q, want %q", k, v, want[k])
+		}
+	}
+}
+
+func TestCheckRefusesOpenDatabase(t *testing.T) {
+	dir := t.TempDir()
+	openTest(t, dir, nil).Set([]byte("k"), []byte("v"))
+	if _, err := Check(context.Background(), dir, nil); !errors.Is(err, ErrLocked) {
+		t.Fatalf("check of an open database: %v", err)
+	}
+}
+
+func TestDumpLoad(t *testing.T) {
+	clk := newTestClock()
+	src := openTest(t, t.TempDir(), &Options{Now: clk.Now, ExpiryPeriod: -1})
+	want := map[string]string{}
+	for i := range 1000 {
+		k, v := fmt.Sprintf("k%04d", i), string(bytes.Repeat([]byte{byte(i)}, i%300))
+		src.Set([]byte(k), []byte(v))
+		want[k] = v
+	}
+	src.Set([]byte(""), []byte("empty key"))
+	want[""] = "empty key"
+	src.SetWithTTL([]byte("ttl"), []byte("x"), time.Hour)
+	want["ttl"] = "x"
+	var buf bytes.Buffer
+	st, err := src.Dump(context.Background(), &buf)
+	if err != nil || st.Pairs != len(want) {
+		t.Fatalf("dump: %+v %v", st, err)
+	}
+	dst := openTest(t, t.TempDir(), &Options{Now: clk.Now, ExpiryPeriod: -1})
+	batches := 0
+	ls, err := dst.Load(context.Background(), bytes.NewReader(buf.Bytes()), &LoadOptions{BatchBytes: 16 << 10, Progress: func(DumpStats) { batches++ }})
+	if err != nil || ls.Pairs != len(want) {
+		t.Fatalf("load: %+v %v", ls, err)
+	}
+	if batches < 5 {
+		t.Fatalf("load used %d batches", batches)
+	}
+	if got := contents(t, dst); !maps.Equal(got, want) {
+		t.Fatalf("loaded %d keys, want %d", len(got), len(want))
+	}
+	if info, _ := dst.Stat([]byte("ttl")); info.TTL(clk.Now()) != time.Hour {
+		t.Fatalf("TTL after load: %v", info.TTL(clk.Now()))
+	}
+	// Damage and truncation are caught.
+	b := buf.Bytes()
+	for _, bad := range [][]byte{
+		b[:len(b)-3],                // cut
+		b[:len(dumpHeader)+100],     // cut mid-stream
+		[]byte("not a dump"),        // wrong header
+		flip(b, len(dumpHeader)+10), // damaged frame
+		flip(b, len(b)-1),           // damaged end frame
+	} {
+		fresh := openTest(t, t.TempDir(), nil)
+		if _, err := fresh.Load(context.Background(), bytes.NewReader(bad), nil); !errors.Is(err, ErrBadDump) {
+			t.Fatalf("bad stream loaded: %v", err)
+		}
+	}
+}
+
+func flip(b []byte, i int) []byte {
+	c := bytes.Clone(b)
+	c[i] ^= 1
+	return c
+}
