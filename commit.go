@@ -18,13 +18,17 @@ import (
 type opKind uint8
 
 const (
-	opSet         opKind = iota // key = value, with expiry
-	opDelete                    // delete key
-	opDeleteRange               // delete [key, value); nil value: to the end
-	opExpire                    // change key's expiry (0: persist); sets found
-	opForget                    // drop key from memory if it is at version and expired
-	opCheck                     // fail the commit unless key is at version (0: absent)
-	opSeal                      // seal the active file and capture a view (for Backup)
+	opSet           opKind = iota // key = value, with expiry
+	opDelete                      // delete key
+	opDeleteRange                 // delete [key, value); nil value: to the end
+	opExpire                      // change key's expiry (0: persist); sets found
+	opForget                      // drop key from memory if it is at version and expired
+	opCheck                       // fail the commit unless key is at version (0: absent)
+	opSeal                        // seal the active file and capture a view (for Backup)
+	opAtomic                      // atomic operation atomic with operand value
+	opSetVSKey                    // set key, whose versionstamp placeholder is filled in, to value
+	opSetVSValue                  // set key to value, whose placeholder is filled in
+	opWriteConflict               // add [key, value) to the write conflict history
 )
 
 // op is one mutation. Results (found) are written by the commit leader and
@@ -37,12 +41,14 @@ type op struct {
 	version uint64        // opForget
 	ttl     time.Duration // Batch.SetWithTTL, made absolute by DB.Write
 	found   bool
-	view    *view // opSeal: the state at the seal
+	view    *view    // opSeal: the state at the seal
+	atomic  atomicOp // opAtomic
 }
 
 // commitReq is one commit: its ops become one batch with one version.
 type commitReq struct {
 	ops     []op
+	txn     *txnReq // for transactions: the read conflict check
 	version uint64
 	err     error // this commit's own failure (a failed check)
 	done    chan error
@@ -69,14 +75,17 @@ type apply struct {
 // batch changed nothing). It blocks until the batch is applied and, under
 // SyncAlways, durable. Concurrent callers are grouped: one of them, the
 // leader, writes every queued batch with one write and one fsync.
-func (db *DB) commit(ops []op) (uint64, error) {
+func (db *DB) commit(ops []op, txn ...*txnReq) (uint64, error) {
 	if db.opts.ReadOnly {
 		return 0, ErrReadOnly
 	}
 	req := reqPool.Get().(*commitReq)
-	req.ops, req.version = ops, 0
+	req.ops, req.version, req.txn = ops, 0, nil
+	if len(txn) > 0 {
+		req.txn = txn[0]
+	}
 	defer func() {
-		req.ops = nil
+		req.ops, req.txn = nil, nil
 		reqPool.Put(req)
 	}()
 	db.cmu.Lock()
@@ -140,6 +149,7 @@ func (db *DB) runGroup(group []*commitReq) {
 		overlay = map[string]int{}
 	}
 	ver := db.lastVer
+	var wranges []histRange
 
 	db.mu.RLock()
 	lookup := func(key []byte) (keydir.Entry, bool) {
@@ -161,7 +171,7 @@ func (db *DB) runGroup(group []*commitReq) {
 	var readErr error
 	for _, r := range group {
 		r.err = nil
-		if !db.checksHold(r.ops, lookup) {
+		if !db.checksHold(r.ops, lookup) || (r.txn != nil && db.txnConflict(r.txn, overlay, applies)) {
 			r.err = ErrConflict
 			continue
 		}
@@ -213,6 +223,40 @@ func (db *DB) runGroup(group []*commitReq) {
 					break
 				}
 				put(apply{key: o.key, valLen: e.ValLen, expiry: o.expiry}, record.KindPut, val)
+			case opAtomic:
+				e, live := lookup(o.key)
+				var cur []byte
+				if live {
+					val, err := db.valueFor(o.key, e, applies, buf)
+					if err != nil {
+						readErr = err
+						break
+					}
+					cur = val
+				}
+				nv, del := applyAtomic(o.atomic, cur, live, o.value, db.opts.MaxValueSize)
+				switch {
+				case del && live:
+					put(apply{key: o.key, del: true}, record.KindDelete, nil)
+				case !del:
+					put(apply{key: o.key, valLen: uint32(len(nv)), expiry: e.Expiry}, record.KindPut, nv)
+				}
+			case opSetVSKey, opSetVSValue:
+				k, val := o.key, o.value
+				var ok bool
+				if o.kind == opSetVSKey {
+					k, ok = fillVersionstamp(k, versionstamp(v))
+				} else {
+					val, ok = fillVersionstamp(val, versionstamp(v))
+				}
+				if ok {
+					put(apply{key: k, valLen: uint32(len(val))}, record.KindPut, val)
+				}
+			case opWriteConflict:
+				wranges = append(wranges, histRange{keyRange{o.key, o.value}, v})
+				if last < 0 {
+					ver, r.version = v, v // a version of its own, even without records
+				}
 			case opForget:
 				if overlay != nil {
 					if _, changed := overlay[string(o.key)]; changed {
@@ -241,6 +285,7 @@ func (db *DB) runGroup(group []*commitReq) {
 	if err == nil {
 		db.lastVer = ver
 		db.applyGroup(applies, ver)
+		db.recordHistory(applies, wranges, ver)
 		db.notify(applies)
 		if serr := db.sealFor(group); serr != nil {
 			for _, r := range group {

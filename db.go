@@ -42,6 +42,11 @@ type DB struct {
 	snapVer       uint64
 	snapshots     int // open snapshots and iterators
 	recovery      RecoveryStats
+	hist          *history
+	watchOnce     sync.Once
+	watchMu       sync.Mutex
+	watches       map[string][]*Watch
+	txns          liveTxns
 	mergeProgress MergeProgress
 
 	mergeMu sync.Mutex // one merge at a time
@@ -111,10 +116,12 @@ func Open(dir string, opts *Options) (*DB, error) {
 		fset:     newFileSet(map[uint32]*segment.File{}),
 		fstats:   map[uint32]*fileStat{},
 		expiring: map[string]struct{}{},
+		hist:     newHistory(),
 		stop:     make(chan struct{}),
 		hints:    make(chan uint32, 64),
 	}
 	db.idle = sync.NewCond(&db.cmu)
+	db.txns.reads = map[uint64]uint64{}
 	db.nextID.Store(1)
 	if !o.ReadOnly {
 		if err := db.fs.MkdirAll(dir, 0o755); err != nil {

@@ -18,19 +18,30 @@ var (
 	// ErrInvalidOptions means Options.Validate failed.
 	ErrInvalidOptions = errors.New("caskade: invalid options")
 	// ErrKeyTooLarge, ErrValueTooLarge and ErrBatchTooLarge mean a write
-	// exceeds Options.MaxKeySize, MaxValueSize or MaxBatchSize. Nothing of
-	// the write was applied.
-	ErrKeyTooLarge   = errors.New("caskade: key too large")
-	ErrValueTooLarge = errors.New("caskade: value too large")
-	ErrBatchTooLarge = errors.New("caskade: batch too large")
+	// exceeds Options.MaxKeySize, MaxValueSize or MaxBatchSize (for a
+	// transaction, TxnSizeLimit). Nothing of the write was applied.
+	ErrKeyTooLarge   = &Error{Code: 2102, Name: "key_too_large", Msg: "key too large"}
+	ErrValueTooLarge = &Error{Code: 2103, Name: "value_too_large", Msg: "value too large"}
+	ErrBatchTooLarge = &Error{Code: 2101, Name: "transaction_too_large", Msg: "batch or transaction too large"}
 	// ErrInvalidTTL means a TTL was not positive where one is required.
 	ErrInvalidTTL = errors.New("caskade: invalid TTL")
-	// ErrConflict means a conditional write (Batch.Check) found a key at
-	// another version than required; nothing was written. Retrying after
-	// reading the key again is safe.
-	ErrConflict = errors.New("caskade: conflict")
+	// ErrConflict means a commit did not happen because of a conflict: a
+	// conditional write (Batch.Check) found a key at another version, or a
+	// transaction read something that a transaction committed after its
+	// read version changed. Nothing was written; retrying is safe.
+	ErrConflict = &Error{Code: 1020, Name: "not_committed", Msg: "transaction not committed due to conflict with another transaction", Retryable: true}
+	// ErrTransactionTooOld means a transaction outlived Options.TxnLifetime;
+	// retrying with a new transaction is safe.
+	ErrTransactionTooOld = &Error{Code: 1007, Name: "transaction_too_old", Msg: "transaction is too old to perform reads or be committed", Retryable: true}
+	// ErrCommitUnknownResult means a transaction's commit failed at a point
+	// where it may or may not have been applied (an fsync failed after the
+	// write). Retry only if the transaction is idempotent.
+	ErrCommitUnknownResult = &Error{Code: 1021, Name: "commit_unknown_result", Msg: "transaction may or may not have committed", Retryable: true, MaybeCommitted: true}
+	// ErrTransactionDone means a transaction was used after it committed
+	// or was rolled back.
+	ErrTransactionDone = &Error{Code: 2017, Name: "used_during_commit", Msg: "transaction already committed or rolled back"}
 	// ErrInvalidRange means a range's end is before its begin.
-	ErrInvalidRange = errors.New("caskade: inverted range")
+	ErrInvalidRange = &Error{Code: 2005, Name: "inverted_range", Msg: "range begin key larger than end key"}
 	// ErrWritesStopped means an earlier write or fsync failed in a way that
 	// may have lost data, so the database accepts no more writes until it is
 	// reopened. The error wraps the original cause. Reads keep working.
@@ -57,3 +68,26 @@ func (e *CorruptionError) Error() string {
 
 // Unwrap returns ErrCorrupt and the underlying cause.
 func (e *CorruptionError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }
+
+// Error is an error with a FoundationDB error code, so code written for
+// FoundationDB's retry rules carries over. The package's sentinels of this
+// type are compared with errors.Is; errors.As gives the code.
+type Error struct {
+	Code int    // FoundationDB's numeric code
+	Name string // FoundationDB's name for it, such as "not_committed"
+	Msg  string
+	// Retryable says a retry of the whole transaction is safe (Transact
+	// retries these).
+	Retryable bool
+	// MaybeCommitted says the transaction may have been applied.
+	MaybeCommitted bool
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("caskade: %s (%d %s)", e.Msg, e.Code, e.Name) }
+
+// IsRetryable reports whether err (or an error it wraps) says a retry of
+// the transaction is safe.
+func IsRetryable(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Retryable
+}

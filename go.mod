@@ -1,3 +1,5 @@
 module github.com/caskade/caskade
 
-go 1.26
+go 1.26.0
+
+require github.com/tidwall/btree v1.8.2

@@ -113,6 +113,13 @@ type Options struct {
 	// MergeBytesPerSec caps the rate at which merge reads and rewrites
 	// records, to keep foreground latency steady; 0 means no cap.
 	MergeBytesPerSec int64
+	// TxnLifetime is how long a transaction may live: after it, reads and
+	// Commit fail with ErrTransactionTooOld (default 5 s, as FoundationDB;
+	// longer is allowed at the cost of more conflict history).
+	TxnLifetime time.Duration
+	// TxnSizeLimit caps the bytes a transaction may write (default
+	// 10,000,000, as FoundationDB).
+	TxnSizeLimit int
 	// Logger receives the database's log; nil discards it.
 	Logger *slog.Logger
 	// Now is the clock used for TTLs; nil means time.Now. Tests set it.
@@ -144,6 +151,8 @@ func (o *Options) Validate() error {
 		return bad("merge ratios must be between 0 and 1")
 	case o.MergeMinDeadBytes < 0 || o.MergeBytesPerSec < 0:
 		return bad("negative merge limits")
+	case o.TxnLifetime < 0 || o.TxnSizeLimit < 0:
+		return bad("negative transaction limits")
 	case o.RecoveryWorkers < 0:
 		return bad("negative RecoveryWorkers %d", o.RecoveryWorkers)
 	case o.ReadOnly && o.Salvage:
@@ -193,6 +202,12 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.MergeMinDeadBytes == 0 {
 		c.MergeMinDeadBytes = DefaultMergeMinDead
+	}
+	if c.TxnLifetime == 0 {
+		c.TxnLifetime = 5 * time.Second
+	}
+	if c.TxnSizeLimit == 0 {
+		c.TxnSizeLimit = 10_000_000
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -1,0 +1,905 @@
+package caskade
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/tidwall/btree"
+)
+
+// Tx is a serializable, optimistic transaction in the manner of
+// FoundationDB's: it reads a snapshot of the database at its read version,
+// sees its own writes, buffers its writes, and commits them atomically only
+// if nothing it read (without Snapshot) was changed by a transaction that
+// committed after its read version; otherwise Commit fails with ErrConflict
+// and the transaction can be retried. Read-only transactions and blind
+// writes never conflict. A Tx is not safe for concurrent use.
+//
+// Mutations (Set, Clear, atomic operations, ...) report invalid input, such
+// as an oversized key, when the transaction commits.
+type Tx struct {
+	db    *DB
+	v     *view
+	id    uint64
+	start time.Time
+
+	writes *btree.BTreeG[*txWrite] // by key
+	clears []keyRange              // cleared ranges, for keys not in writes
+	ops    []op                    // mutations in order, for the commit
+	reads  []keyRange
+	wconfl []keyRange
+	size   int
+	err    error // first invalid mutation
+	done   bool
+
+	committed    uint64
+	watches      []*Watch
+	snapshotView TxReader
+}
+
+// txWrite is what the transaction knows of a key it wrote.
+type txWrite struct {
+	key     []byte
+	known   bool   // value and present are final; otherwise apply ops to the database's value
+	present bool   // when known
+	value   []byte // when known and present
+	pending []op   // atomic operations on a base value not read yet
+}
+
+// Begin starts a transaction at the current version. End it with Commit or
+// Rollback.
+func (db *DB) Begin() (*Tx, error) {
+	if db.opts.ReadOnly {
+		return db.beginRead(), nil
+	}
+	db.cmu.Lock()
+	closed := db.closed
+	db.cmu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	return db.beginRead(), nil
+}
+
+func (db *DB) beginRead() *Tx {
+	tx := &Tx{db: db, start: db.opts.Now(),
+		writes: btree.NewBTreeGOptions(func(a, b *txWrite) bool { return bytes.Compare(a.key, b.key) < 0 }, btree.Options{NoLocks: true})}
+	// Register before taking the view, so that the commit path records the
+	// deletions this transaction may need to see.
+	db.txns.count.Add(1)
+	db.mu.Lock()
+	db.txns.seq++
+	tx.id = db.txns.seq
+	tx.v = db.newViewLocked()
+	db.txns.reads[tx.id] = tx.v.version
+	db.mu.Unlock()
+	tx.snapshotView = TxReader{tx: tx, snapshot: true}
+	return tx
+}
+
+// end releases the transaction's view and registration.
+func (tx *Tx) end() {
+	if tx.done {
+		return
+	}
+	tx.done = true
+	tx.v.release()
+	tx.db.mu.Lock()
+	delete(tx.db.txns.reads, tx.id)
+	tx.db.mu.Unlock()
+	tx.db.txns.count.Add(-1)
+}
+
+// ReadVersion returns the version the transaction reads at.
+func (tx *Tx) ReadVersion() uint64 { return tx.v.version }
+
+// CommittedVersion returns the version the transaction committed at (0 if
+// it wrote nothing or has not committed).
+func (tx *Tx) CommittedVersion() uint64 { return tx.committed }
+
+// Versionstamp returns the 10-byte versionstamp of the committed
+// transaction: what SetVersionstampedKey and SetVersionstampedValue wrote.
+func (tx *Tx) Versionstamp() ([]byte, error) {
+	if tx.committed == 0 {
+		return nil, errors.New("caskade: versionstamp of a transaction that did not commit a write")
+	}
+	vs := versionstamp(tx.committed)
+	return vs[:], nil
+}
+
+func (tx *Tx) usable() error {
+	if tx.done {
+		return ErrTransactionDone
+	}
+	if lt := tx.db.opts.TxnLifetime; lt > 0 && tx.db.opts.Now().Sub(tx.start) > lt {
+		return ErrTransactionTooOld
+	}
+	return nil
+}
+
+// Snapshot returns a reader whose reads add no read conflicts: what it
+// reads may change before the transaction commits without failing it. It
+// still sees the transaction's own writes.
+func (tx *Tx) Snapshot() *TxReader { return &tx.snapshotView }
+
+// Get returns the value of key as the transaction sees it, or ErrNotFound.
+func (tx *Tx) Get(key []byte) ([]byte, error) { return (&TxReader{tx: tx}).Get(key) }
+
+// GetKey resolves a key selector as the transaction sees the database.
+func (tx *Tx) GetKey(sel KeySelector) ([]byte, error) { return (&TxReader{tx: tx}).GetKey(sel) }
+
+// GetRange returns the pairs between two key selectors (begin inclusive,
+// end exclusive) as the transaction sees them.
+func (tx *Tx) GetRange(begin, end KeySelector, opts *RangeOptions) ([]KeyValue, error) {
+	return (&TxReader{tx: tx}).GetRange(begin, end, opts)
+}
+
+// RangeIterator returns an iterator over the pairs between two key
+// selectors; see TxIterator.
+func (tx *Tx) RangeIterator(begin, end KeySelector, opts *RangeOptions) *TxIterator {
+	return (&TxReader{tx: tx}).RangeIterator(begin, end, opts)
+}
+
+// TxReader reads within a transaction; the one Snapshot returns adds no
+// read conflicts.
+type TxReader struct {
+	tx       *Tx
+	snapshot bool
+}
+
+func (r *TxReader) conflict(kr keyRange) {
+	if !r.snapshot {
+		r.tx.reads = append(r.tx.reads, kr)
+	}
+}
+
+// Get returns the value of key, or ErrNotFound.
+func (r *TxReader) Get(key []byte) ([]byte, error) {
+	tx := r.tx
+	if err := tx.usable(); err != nil {
+		return nil, err
+	}
+	w, ok := tx.writes.Get(&txWrite{key: key})
+	if ok && w.known {
+		// Answered from the transaction's own writes: no read conflict.
+		if !w.present {
+			return nil, ErrNotFound
+		}
+		return bytes.Clone(w.value), nil
+	}
+	r.conflict(keyRange{bytes.Clone(key), keyAfter(bytes.Clone(key))})
+	v, present, err := tx.value(key)
+	if err != nil {
+		return nil, err
+	}
+	if !present {
+		return nil, ErrNotFound
+	}
+	return bytes.Clone(v), nil
+}
+
+// value returns key's value as the transaction sees it, without adding a
+// conflict range. The result must not be modified.
+func (tx *Tx) value(key []byte) ([]byte, bool, error) {
+	w, ok := tx.writes.Get(&txWrite{key: key})
+	if ok && w.known {
+		return w.value, w.present, nil
+	}
+	base, present, err := tx.baseValue(key)
+	if err != nil || !ok {
+		return base, present, err
+	}
+	// Apply the pending atomic operations to the database's value.
+	for _, o := range w.pending {
+		nv, del := applyAtomic(o.atomic, base, present, o.value, tx.db.opts.MaxValueSize)
+		base, present = nv, !del
+	}
+	return base, present, nil
+}
+
+// baseValue reads key from the snapshot, unless the transaction cleared it.
+func (tx *Tx) baseValue(key []byte) ([]byte, bool, error) {
+	if tx.cleared(key) {
+		return nil, false, nil
+	}
+	e, ok := tx.v.lookup(key)
+	if !ok {
+		return nil, false, nil
+	}
+	v, err := tx.db.readValue(tx.v.files, key, e)
+	if err != nil {
+		return nil, false, err
+	}
+	return v, true, nil
+}
+
+func (tx *Tx) cleared(key []byte) bool {
+	for _, c := range tx.clears {
+		if c.contains(key) {
+			return true
+		}
+	}
+	return false
+}
+
+// visible reports whether key exists as the transaction sees it.
+func (tx *Tx) visible(key []byte) (bool, error) {
+	_, present, err := tx.value(key)
+	return present, err
+}
+
+// nextKey returns the first visible key >= k (> k unless inclusive).
+func (tx *Tx) nextKey(k []byte, inclusive bool) ([]byte, bool, error) {
+	if !inclusive {
+		k = keyAfter(k)
+	}
+	// From the snapshot: the first key >= k not cleared and not written.
+	it := tx.v.tree.Iter()
+	var base []byte
+	for ok := it.Seek(k); ok; ok = it.Next() {
+		key := it.Key()
+		if it.Entry().Expired(tx.v.nowMs) || tx.cleared(key) {
+			continue
+		}
+		if _, written := tx.writes.Get(&txWrite{key: key}); written {
+			continue
+		}
+		base = key
+		break
+	}
+	// From the writes: the first key >= k that exists.
+	var wkey []byte
+	var werr error
+	tx.writes.Ascend(&txWrite{key: k}, func(w *txWrite) bool {
+		if base != nil && bytes.Compare(w.key, base) >= 0 {
+			return false
+		}
+		ok, err := tx.visible(w.key)
+		if err != nil {
+			werr = err
+			return false
+		}
+		if ok {
+			wkey = w.key
+			return false
+		}
+		return true
+	})
+	if werr != nil {
+		return nil, false, werr
+	}
+	if wkey != nil {
+		return wkey, true, nil
+	}
+	return base, base != nil, nil
+}
+
+// prevKey returns the last visible key < k (<= k if inclusive); a nil k
+// means the end of the key space.
+func (tx *Tx) prevKey(k []byte, inclusive bool) ([]byte, bool, error) {
+	bound := k
+	if inclusive && k != nil {
+		bound = keyAfter(k)
+	}
+	it := tx.v.tree.Iter()
+	var ok bool
+	switch {
+	case bound == nil:
+		ok = it.Last()
+	case it.Seek(bound):
+		ok = it.Prev()
+	default:
+		ok = it.Last()
+	}
+	var base []byte
+	for ; ok; ok = it.Prev() {
+		key := it.Key()
+		if it.Entry().Expired(tx.v.nowMs) || tx.cleared(key) {
+			continue
+		}
+		if _, written := tx.writes.Get(&txWrite{key: key}); written {
+			continue
+		}
+		base = key
+		break
+	}
+	var wkey []byte
+	var werr error
+	visit := func(w *txWrite) bool {
+		if bound != nil && bytes.Compare(w.key, bound) >= 0 {
+			return true
+		}
+		if base != nil && bytes.Compare(w.key, base) <= 0 {
+			return false
+		}
+		ok, err := tx.visible(w.key)
+		if err != nil {
+			werr = err
+			return false
+		}
+		if ok {
+			wkey = w.key
+			return false
+		}
+		return true
+	}
+	if bound == nil {
+		tx.writes.Reverse(visit)
+	} else {
+		tx.writes.Descend(&txWrite{key: bound}, visit)
+	}
+	if werr != nil {
+		return nil, false, werr
+	}
+	if wkey != nil {
+		return wkey, true, nil
+	}
+	return base, base != nil, nil
+}
+
+// resolve finds the key a selector names as the transaction sees the
+// database ([]byte{} before the first key, nil after the last).
+func (tx *Tx) resolve(sel KeySelector) ([]byte, error) {
+	cur, ok, err := tx.prevKey(sel.Key, sel.OrEqual)
+	if err != nil {
+		return nil, err
+	}
+	for off := sel.Offset; off > 0; off-- {
+		if ok {
+			cur, ok, err = tx.nextKey(cur, false)
+		} else {
+			cur, ok, err = tx.nextKey(nil, true)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, nil
+		}
+	}
+	for off := sel.Offset; off < 0 && ok; off++ {
+		if cur, ok, err = tx.prevKey(cur, false); err != nil {
+			return nil, err
+		}
+	}
+	if !ok {
+		return []byte{}, nil
+	}
+	return bytes.Clone(cur), nil
+}
+
+// GetKey resolves a key selector. The read conflict covers the keys between
+// the selector's key and the result.
+func (r *TxReader) GetKey(sel KeySelector) ([]byte, error) {
+	if err := r.tx.usable(); err != nil {
+		return nil, err
+	}
+	k, err := r.tx.resolve(sel)
+	if err != nil {
+		return nil, err
+	}
+	lo, hi := bytes.Clone(sel.Key), keyAfter(bytes.Clone(sel.Key))
+	switch {
+	case k == nil:
+		hi = nil
+	case bytes.Compare(k, lo) < 0:
+		lo = k
+	default:
+		hi = keyAfter(bytes.Clone(k))
+	}
+	r.conflict(keyRange{lo, hi})
+	return k, nil
+}
+
+// GetRange returns the pairs between two key selectors.
+func (r *TxReader) GetRange(begin, end KeySelector, opts *RangeOptions) ([]KeyValue, error) {
+	it := r.RangeIterator(begin, end, opts)
+	var out []KeyValue
+	for it.Next() {
+		out = append(out, it.KeyValue())
+	}
+	return out, it.Err()
+}
+
+// RangeIterator returns an iterator over the pairs between two key
+// selectors (begin inclusive, end exclusive), in the order and up to the
+// limit opts give.
+func (r *TxReader) RangeIterator(begin, end KeySelector, opts *RangeOptions) *TxIterator {
+	var o RangeOptions
+	if opts != nil {
+		o = *opts
+	}
+	it := &TxIterator{r: *r, opts: o}
+	if it.err = r.tx.usable(); it.err != nil {
+		return it
+	}
+	if it.lo, it.err = r.tx.resolve(begin); it.err != nil {
+		return it
+	}
+	if it.hi, it.err = r.tx.resolve(end); it.err != nil {
+		return it
+	}
+	if it.hi != nil && bytes.Compare(it.lo, it.hi) >= 0 {
+		it.finished = true
+	}
+	return it
+}
+
+// TxIterator walks a range within a transaction, pull-style:
+//
+//	for it.Next() { kv := it.KeyValue() }
+//	if err := it.Err(); err != nil { ... }
+//
+// The read conflict range is added as the iterator goes: up to the last key
+// it returned when it stops early at the limit, the whole range otherwise.
+type TxIterator struct {
+	r        TxReader
+	opts     RangeOptions
+	lo, hi   []byte
+	cur      []byte
+	kv       KeyValue
+	n        int
+	err      error
+	started  bool
+	finished bool
+}
+
+// Next moves to the next pair; it returns false at the end or on error.
+func (it *TxIterator) Next() bool {
+	if it.finished || it.err != nil {
+		return false
+	}
+	tx := it.r.tx
+	if it.err = tx.usable(); it.err != nil {
+		return false
+	}
+	if it.opts.Limit > 0 && it.n >= it.opts.Limit {
+		it.finish(true)
+		return false
+	}
+	var k []byte
+	var ok bool
+	switch {
+	case !it.opts.Reverse && !it.started:
+		k, ok, it.err = tx.nextKey(it.lo, true)
+	case !it.opts.Reverse:
+		k, ok, it.err = tx.nextKey(it.cur, false)
+	case !it.started:
+		k, ok, it.err = tx.prevKey(it.hi, false)
+	default:
+		k, ok, it.err = tx.prevKey(it.cur, false)
+	}
+	it.started = true
+	if it.err != nil {
+		return false
+	}
+	if ok && !it.opts.Reverse && it.hi != nil && bytes.Compare(k, it.hi) >= 0 {
+		ok = false
+	}
+	if ok && it.opts.Reverse && bytes.Compare(k, it.lo) < 0 {
+		ok = false
+	}
+	if !ok {
+		it.finish(false)
+		return false
+	}
+	it.cur = bytes.Clone(k)
+	it.kv = KeyValue{Key: it.cur}
+	if !it.opts.KeysOnly {
+		v, _, err := tx.value(k)
+		if err != nil {
+			it.err = err
+			return false
+		}
+		it.kv.Value = bytes.Clone(v)
+	}
+	it.n++
+	return true
+}
+
+// finish adds the read conflict range for what the iterator covered.
+func (it *TxIterator) finish(limited bool) {
+	it.finished = true
+	lo, hi := it.lo, it.hi
+	if limited && it.cur != nil {
+		if it.opts.Reverse {
+			lo = it.cur
+		} else {
+			hi = keyAfter(it.cur)
+		}
+	}
+	it.r.conflict(keyRange{bytes.Clone(lo), bytes.Clone(hi)})
+}
+
+// KeyValue returns the current pair; the slices are the caller's.
+func (it *TxIterator) KeyValue() KeyValue { return it.kv }
+
+// Err returns the error that stopped the iterator, if any.
+func (it *TxIterator) Err() error { return it.err }
+
+// write returns the transaction's entry for key, creating it.
+func (tx *Tx) write(key []byte) *txWrite {
+	if w, ok := tx.writes.Get(&txWrite{key: key}); ok {
+		return w
+	}
+	w := &txWrite{key: bytes.Clone(key)}
+	if tx.cleared(key) {
+		w.known = true // cleared earlier in this transaction: absent
+	}
+	tx.writes.Set(w)
+	return w
+}
+
+func (tx *Tx) mutation(o op) bool {
+	if tx.done {
+		tx.fail(ErrTransactionDone)
+		return false
+	}
+	switch {
+	case len(o.key) > tx.db.opts.MaxKeySize:
+		tx.fail(fmt.Errorf("%w: %d bytes, limit %d", ErrKeyTooLarge, len(o.key), tx.db.opts.MaxKeySize))
+		return false
+	case o.kind != opDeleteRange && o.kind != opWriteConflict && len(o.value) > tx.db.opts.MaxValueSize:
+		tx.fail(fmt.Errorf("%w: %d bytes, limit %d", ErrValueTooLarge, len(o.value), tx.db.opts.MaxValueSize))
+		return false
+	}
+	tx.size += len(o.key) + len(o.value) + 16
+	if tx.size > tx.db.opts.TxnSizeLimit {
+		tx.fail(fmt.Errorf("%w: more than %d bytes", ErrBatchTooLarge, tx.db.opts.TxnSizeLimit))
+		return false
+	}
+	o.key, o.value = bytes.Clone(o.key), bytes.Clone(o.value)
+	tx.ops = append(tx.ops, o)
+	return true
+}
+
+func (tx *Tx) fail(err error) {
+	if tx.err == nil {
+		tx.err = err
+	}
+}
+
+// Set sets key to value.
+func (tx *Tx) Set(key, value []byte) {
+	if tx.mutation(op{kind: opSet, key: key, value: value}) {
+		w := tx.write(key)
+		w.known, w.present, w.value, w.pending = true, true, bytes.Clone(value), nil
+	}
+}
+
+// Clear removes key.
+func (tx *Tx) Clear(key []byte) {
+	if tx.mutation(op{kind: opDelete, key: key}) {
+		w := tx.write(key)
+		w.known, w.present, w.value, w.pending = true, false, nil, nil
+	}
+}
+
+// ClearRange removes every key in [begin, end); a nil end means the end of
+// the key space.
+func (tx *Tx) ClearRange(begin, end []byte) {
+	if end != nil && bytes.Compare(begin, end) > 0 {
+		tx.fail(ErrInvalidRange)
+		return
+	}
+	if !tx.mutation(op{kind: opDeleteRange, key: begin, value: end}) {
+		return
+	}
+	r := keyRange{bytes.Clone(begin), bytes.Clone(end)}
+	tx.writes.Ascend(&txWrite{key: begin}, func(w *txWrite) bool {
+		if !r.contains(w.key) {
+			return false
+		}
+		w.known, w.present, w.value, w.pending = true, false, nil, nil
+		return true
+	})
+	tx.clears = append(tx.clears, r)
+}
+
+func (tx *Tx) atomic(a atomicOp, key, param []byte) {
+	o := op{kind: opAtomic, atomic: a, key: key, value: param}
+	if !tx.mutation(o) {
+		return
+	}
+	w := tx.write(key)
+	if w.known {
+		nv, del := applyAtomic(a, w.value, w.present, param, tx.db.opts.MaxValueSize)
+		w.value, w.present = nv, !del
+		return
+	}
+	w.pending = append(w.pending, tx.ops[len(tx.ops)-1])
+}
+
+// Add adds param to the value as little-endian integers of param's length
+// (the value is zero-extended or truncated to it; a missing value is zero),
+// wrapping on overflow.
+func (tx *Tx) Add(key, param []byte) { tx.atomic(atomicAdd, key, param) }
+
+// BitAnd, BitOr and BitXor combine the value with param bitwise (the value
+// resized to param's length; BitAnd of a missing value stores param).
+func (tx *Tx) BitAnd(key, param []byte) { tx.atomic(atomicAnd, key, param) }
+
+// BitOr combines the value with param by bitwise or.
+func (tx *Tx) BitOr(key, param []byte) { tx.atomic(atomicOr, key, param) }
+
+// BitXor combines the value with param by bitwise exclusive or.
+func (tx *Tx) BitXor(key, param []byte) { tx.atomic(atomicXor, key, param) }
+
+// Max stores the larger of the value and param as little-endian unsigned
+// integers of param's length (param if the key is missing).
+func (tx *Tx) Max(key, param []byte) { tx.atomic(atomicMax, key, param) }
+
+// Min stores the smaller of the value and param, compared as Max does
+// (param if the key is missing).
+func (tx *Tx) Min(key, param []byte) { tx.atomic(atomicMin, key, param) }
+
+// ByteMax stores the lexicographically larger of the value and param.
+func (tx *Tx) ByteMax(key, param []byte) { tx.atomic(atomicByteMax, key, param) }
+
+// ByteMin stores the lexicographically smaller of the value and param.
+func (tx *Tx) ByteMin(key, param []byte) { tx.atomic(atomicByteMin, key, param) }
+
+// AppendIfFits appends param to the value unless the result would exceed
+// the value size limit, in which case the value is left alone.
+func (tx *Tx) AppendIfFits(key, param []byte) { tx.atomic(atomicAppendIfFits, key, param) }
+
+// CompareAndClear clears the key if its value equals param.
+func (tx *Tx) CompareAndClear(key, param []byte) { tx.atomic(atomicCompareAndClear, key, param) }
+
+// SetVersionstampedKey sets a key made at commit: key's last 4 bytes give,
+// little-endian, the offset of a 10-byte placeholder in the rest, which is
+// replaced by the transaction's versionstamp (see tuple's
+// PackWithVersionstamp). The key cannot be read back in the transaction.
+func (tx *Tx) SetVersionstampedKey(key, value []byte) {
+	if len(key) < 4 || int(uint32(key[len(key)-4])|uint32(key[len(key)-3])<<8|uint32(key[len(key)-2])<<16|uint32(key[len(key)-1])<<24)+10 > len(key)-4 {
+		tx.fail(fmt.Errorf("caskade: versionstamp offset outside the key"))
+		return
+	}
+	tx.mutation(op{kind: opSetVSKey, key: key, value: value})
+}
+
+// SetVersionstampedValue sets key to value with its placeholder (located
+// by value's last 4 bytes, as for SetVersionstampedKey) replaced by the
+// transaction's versionstamp. Reading key in the transaction afterwards is
+// not supported and returns an error.
+func (tx *Tx) SetVersionstampedValue(key, value []byte) {
+	if len(value) < 4 || int(uint32(value[len(value)-4])|uint32(value[len(value)-3])<<8|uint32(value[len(value)-2])<<16|uint32(value[len(value)-1])<<24)+10 > len(value)-4 {
+		tx.fail(fmt.Errorf("caskade: versionstamp offset outside the value"))
+		return
+	}
+	if tx.mutation(op{kind: opSetVSValue, key: key, value: value}) {
+		w := tx.write(key)
+		w.known, w.present, w.value, w.pending = true, true, nil, nil
+		w.value = value[:len(value)-4] // placeholder unfilled until commit
+	}
+}
+
+// AddReadConflictRange makes the commit fail if anything in [begin, end)
+// changes after the read version, as if the transaction had read it.
+func (tx *Tx) AddReadConflictRange(begin, end []byte) {
+	tx.reads = append(tx.reads, keyRange{bytes.Clone(begin), bytes.Clone(end)})
+}
+
+// AddReadConflictKey is AddReadConflictRange for one key.
+func (tx *Tx) AddReadConflictKey(key []byte) {
+	tx.AddReadConflictRange(key, keyAfter(bytes.Clone(key)))
+}
+
+// AddWriteConflictRange makes transactions that read [begin, end)
+// conflict with this one, as if it had written there.
+func (tx *Tx) AddWriteConflictRange(begin, end []byte) {
+	tx.mutation(op{kind: opWriteConflict, key: begin, value: end})
+}
+
+// AddWriteConflictKey is AddWriteConflictRange for one key.
+func (tx *Tx) AddWriteConflictKey(key []byte) {
+	tx.AddWriteConflictRange(key, keyAfter(bytes.Clone(key)))
+}
+
+// Commit applies the transaction's writes atomically, or fails with
+// ErrConflict (retryable) if something it read changed since its read
+// version. A transaction that wrote nothing commits without a check. After
+// Commit the transaction cannot be used again, whatever the outcome.
+func (tx *Tx) Commit() error {
+	if tx.done {
+		return ErrTransactionDone
+	}
+	defer tx.end()
+	if tx.err != nil {
+		return tx.err
+	}
+	if err := tx.usable(); err != nil {
+		return err
+	}
+	if len(tx.ops) == 0 {
+		tx.armWatches(tx.v.version)
+		return nil
+	}
+	if tx.db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	req := &txnReq{readVersion: tx.v.version, reads: tx.reads}
+	v, err := tx.db.commit(tx.ops, req)
+	if err != nil {
+		tx.cancelWatches(err)
+		var e *Error
+		if errors.Is(err, ErrWritesStopped) && !errors.As(err, &e) {
+			return fmt.Errorf("%w: %w", ErrCommitUnknownResult, err)
+		}
+		return err
+	}
+	tx.committed = v
+	tx.armWatches(v)
+	return nil
+}
+
+// Rollback abandons the transaction. Rolling back a finished transaction
+// does nothing.
+func (tx *Tx) Rollback() {
+	tx.cancelWatches(ErrTransactionDone)
+	tx.end()
+}
+
+// Transact runs fn in a transaction and commits it, retrying the whole of
+// fn on retryable errors (ErrConflict, ErrTransactionTooOld, ...) with
+// FoundationDB's backoff: 10 ms doubling to 1 s, each times a random factor.
+// An error from fn, or a panic, rolls the transaction back; a panic is then
+// re-raised. fn may run several times, so it should have no effects beyond
+// the transaction.
+func (db *DB) Transact(ctx context.Context, fn func(tx *Tx) error) error {
+	backoff := 10 * time.Millisecond
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		tx, err := db.Begin()
+		if err != nil {
+			return err
+		}
+		err = runTx(tx, fn)
+		if err == nil {
+			err = tx.Commit()
+		}
+		if err == nil || !IsRetryable(err) {
+			return err
+		}
+		var e *Error
+		if errors.As(err, &e) && e.MaybeCommitted {
+			return err // not known to be safe to run again
+		}
+		wait := time.Duration(float64(backoff) * (0.5 + rand.Float64()))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// ReadTransact runs fn in a transaction that is never committed: a
+// consistent read of the database at one version. Retryable errors
+// (ErrTransactionTooOld) are retried as Transact does.
+func (db *DB) ReadTransact(ctx context.Context, fn func(tx *Tx) error) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		tx := db.beginRead()
+		err := runTx(tx, fn)
+		tx.Rollback()
+		if err == nil || !IsRetryable(err) {
+			return err
+		}
+	}
+}
+
+// runTx calls fn, rolling back on error or panic.
+func runTx(tx *Tx, fn func(*Tx) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			tx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	return fn(tx)
+}
+
+// Watch fires once key changes after the transaction that set it up
+// commits.
+type Watch struct {
+	db   *DB
+	key  string
+	ch   chan struct{}
+	err  error
+	done bool
+}
+
+// Watch returns a watch on key that becomes active when the transaction
+// commits; it fires after the next commit that changes key. If the
+// transaction fails, the watch reports the error.
+func (tx *Tx) Watch(key []byte) *Watch {
+	w := &Watch{db: tx.db, key: string(key), ch: make(chan struct{})}
+	tx.watches = append(tx.watches, w)
+	return w
+}
+
+// Wait blocks until the watch fires, the context ends or the watch fails.
+func (w *Watch) Wait(ctx context.Context) error {
+	select {
+	case <-w.ch:
+		return w.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// C returns a channel closed when the watch fires (or fails; see Wait).
+func (w *Watch) C() <-chan struct{} { return w.ch }
+
+// Cancel stops the watch; Wait then returns ErrTransactionDone.
+func (w *Watch) Cancel() { w.db.fireWatch(w, ErrTransactionDone) }
+
+func (tx *Tx) armWatches(v uint64) {
+	for _, w := range tx.watches {
+		tx.db.addWatch(w)
+	}
+	tx.watches = nil
+}
+
+func (tx *Tx) cancelWatches(err error) {
+	for _, w := range tx.watches {
+		tx.db.fireWatch(w, err)
+	}
+	tx.watches = nil
+}
+
+func (db *DB) addWatch(w *Watch) {
+	// Subscribe outside watchMu: notify holds the subscription lock while
+	// it takes watchMu.
+	db.watchOnce.Do(func() { db.Subscribe(db.fireWatches) })
+	db.watchMu.Lock()
+	defer db.watchMu.Unlock()
+	if w.done {
+		return
+	}
+	if db.watches == nil {
+		db.watches = map[string][]*Watch{}
+	}
+	db.watches[w.key] = append(db.watches[w.key], w)
+}
+
+// fireWatches is the commit subscription behind watches.
+func (db *DB) fireWatches(keys [][]byte) {
+	db.watchMu.Lock()
+	defer db.watchMu.Unlock()
+	for _, k := range keys {
+		for _, w := range db.watches[string(k)] {
+			w.done = true
+			close(w.ch)
+		}
+		delete(db.watches, string(k))
+	}
+}
+
+func (db *DB) fireWatch(w *Watch, err error) {
+	db.watchMu.Lock()
+	defer db.watchMu.Unlock()
+	if w.done {
+		return
+	}
+	w.done, w.err = true, err
+	close(w.ch)
+	ws := db.watches[w.key]
+	if i := slices.Index(ws, w); i >= 0 {
+		db.watches[w.key] = slices.Delete(ws, i, i+1)
+	}
+}

@@ -1,0 +1,541 @@
+package caskade
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caskade/caskade/tuple"
+)
+
+func le(n uint64, size int) []byte {
+	b := make([]byte, 8)
+	binary.LittleEndian.PutUint64(b, n)
+	return b[:size]
+}
+
+func TestTxReadYourWrites(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	for _, k := range []string{"a", "b", "c", "d", "e"} {
+		db.Set([]byte(k), []byte("db-"+k))
+	}
+	tx, _ := db.Begin()
+	defer tx.Rollback()
+	get := func(k string) string {
+		t.Helper()
+		v, err := tx.Get([]byte(k))
+		if errors.Is(err, ErrNotFound) {
+			return "<none>"
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v)
+	}
+	keys := func() string {
+		t.Helper()
+		kvs, err := tx.GetRange(FirstGreaterOrEqual(nil), FirstGreaterOrEqual([]byte("\xff")), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s []string
+		for _, kv := range kvs {
+			s = append(s, string(kv.Key)+"="+string(kv.Value))
+		}
+		return fmt.Sprint(s)
+	}
+	steps := []struct {
+		do   func()
+		want string // the whole range as the transaction sees it
+	}{
+		{func() {}, "[a=db-a b=db-b c=db-c d=db-d e=db-e]"},
+		{func() { tx.Set([]byte("b"), []byte("tx-b")) }, "[a=db-a b=tx-b c=db-c d=db-d e=db-e]"},
+		{func() { tx.Clear([]byte("a")) }, "[b=tx-b c=db-c d=db-d e=db-e]"},
+		{func() { tx.ClearRange([]byte("b"), []byte("d")) }, "[d=db-d e=db-e]"},
+		{func() { tx.Set([]byte("bb"), []byte("tx-bb")) }, "[bb=tx-bb d=db-d e=db-e]"},
+		{func() { tx.Add([]byte("ctr"), le(5, 8)) }, "[bb=tx-bb ctr=\x05\x00\x00\x00\x00\x00\x00\x00 d=db-d e=db-e]"},
+		{func() { tx.CompareAndClear([]byte("e"), []byte("db-e")) }, "[bb=tx-bb ctr=\x05\x00\x00\x00\x00\x00\x00\x00 d=db-d]"},
+		{func() { tx.AppendIfFits([]byte("d"), []byte("+x")) }, "[bb=tx-bb ctr=\x05\x00\x00\x00\x00\x00\x00\x00 d=db-d+x]"},
+	}
+	for i, s := range steps {
+		s.do()
+		if got := keys(); got != s.want {
+			t.Fatalf("step %d: %s, want %s", i, got, s.want)
+		}
+	}
+	if get("b") != "<none>" || get("bb") != "tx-bb" || get("c") != "<none>" {
+		t.Fatal("point reads disagree with the range")
+	}
+	// Selectors see the transaction's writes too.
+	for _, c := range []struct {
+		sel  KeySelector
+		want string
+	}{
+		{FirstGreaterThan([]byte("a")), "bb"},
+		{LastLessThan([]byte("d")), "ctr"},
+		{FirstGreaterOrEqual([]byte("c")), "ctr"},
+		{FirstGreaterThan([]byte("bb")).Add(1), "d"},
+	} {
+		k, err := tx.GetKey(c.sel)
+		if err != nil || string(k) != c.want {
+			t.Errorf("%v = %q, %v; want %q", c.sel, k, err, c.want)
+		}
+	}
+	// Reverse with a limit.
+	kvs, _ := tx.GetRange(FirstGreaterOrEqual(nil), FirstGreaterOrEqual([]byte("\xff")), &RangeOptions{Reverse: true, Limit: 2})
+	if len(kvs) != 2 || string(kvs[0].Key) != "d" || string(kvs[1].Key) != "ctr" {
+		t.Fatalf("reverse limit: %v", kvs)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	mustMiss(t, db, "a")
+	mustMiss(t, db, "c")
+	mustGet(t, db, "bb", "tx-bb")
+	mustGet(t, db, "d", "db-d+x")
+	mustGet(t, db, "ctr", string(le(5, 8)))
+	if err := tx.Commit(); !errors.Is(err, ErrTransactionDone) {
+		t.Fatalf("second commit: %v", err)
+	}
+}
+
+// Atomic operations on stored values, against FoundationDB's semantics.
+func TestAtomicOps(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	cases := []struct {
+		name  string
+		start []byte // nil: key absent
+		do    func(tx *Tx, k []byte)
+		want  []byte // nil: key absent afterwards
+	}{
+		{"add", le(10, 8), func(tx *Tx, k []byte) { tx.Add(k, le(5, 8)) }, le(15, 8)},
+		{"add wraps", []byte{0xff, 0xff}, func(tx *Tx, k []byte) { tx.Add(k, []byte{1, 0}) }, []byte{0, 0}},
+		{"add to missing", nil, func(tx *Tx, k []byte) { tx.Add(k, le(7, 4)) }, le(7, 4)},
+		{"add shorter param truncates", []byte{1, 2, 3}, func(tx *Tx, k []byte) { tx.Add(k, []byte{1}) }, []byte{2}},
+		{"add longer param extends", []byte{0xff}, func(tx *Tx, k []byte) { tx.Add(k, []byte{1, 0, 0}) }, []byte{0, 1, 0}},
+		{"and", []byte{0x0f}, func(tx *Tx, k []byte) { tx.BitAnd(k, []byte{0x3c}) }, []byte{0x0c}},
+		{"and missing stores param", nil, func(tx *Tx, k []byte) { tx.BitAnd(k, []byte{0x3c}) }, []byte{0x3c}},
+		{"or", []byte{0x0f}, func(tx *Tx, k []byte) { tx.BitOr(k, []byte{0x30}) }, []byte{0x3f}},
+		{"xor", []byte{0x0f}, func(tx *Tx, k []byte) { tx.BitXor(k, []byte{0xff}) }, []byte{0xf0}},
+		{"max", le(3, 2), func(tx *Tx, k []byte) { tx.Max(k, le(9, 2)) }, le(9, 2)},
+		{"max keeps larger", le(300, 2), func(tx *Tx, k []byte) { tx.Max(k, le(9, 2)) }, le(300, 2)},
+		{"min", le(3, 2), func(tx *Tx, k []byte) { tx.Min(k, le(9, 2)) }, le(3, 2)},
+		{"min missing stores param", nil, func(tx *Tx, k []byte) { tx.Min(k, le(9, 2)) }, le(9, 2)},
+		{"byte max", []byte("apple"), func(tx *Tx, k []byte) { tx.ByteMax(k, []byte("banana")) }, []byte("banana")},
+		{"byte min", []byte("apple"), func(tx *Tx, k []byte) { tx.ByteMin(k, []byte("banana")) }, []byte("apple")},
+		{"append", []byte("ab"), func(tx *Tx, k []byte) { tx.AppendIfFits(k, []byte("cd")) }, []byte("abcd")},
+		{"compare and clear equal", []byte("x"), func(tx *Tx, k []byte) { tx.CompareAndClear(k, []byte("x")) }, nil},
+		{"compare and clear differs", []byte("x"), func(tx *Tx, k []byte) { tx.CompareAndClear(k, []byte("y")) }, []byte("x")},
+	}
+	for i, c := range cases {
+		for _, readInTx := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/read=%v", c.name, readInTx), func(t *testing.T) {
+				k := fmt.Appendf(nil, "atomic-%d-%v", i, readInTx)
+				if c.start != nil {
+					db.Set(k, c.start)
+				}
+				err := db.Transact(context.Background(), func(tx *Tx) error {
+					c.do(tx, k)
+					if readInTx { // read-your-writes of an atomic op
+						v, err := tx.Get(k)
+						if c.want == nil && !errors.Is(err, ErrNotFound) || c.want != nil && !bytes.Equal(v, c.want) {
+							return fmt.Errorf("in tx: %x, %v; want %x", v, err, c.want)
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, err := db.Get(k)
+				if c.want == nil {
+					if !errors.Is(err, ErrNotFound) {
+						t.Fatalf("got %x, %v; want absent", v, err)
+					}
+				} else if !bytes.Equal(v, c.want) {
+					t.Fatalf("got %x, %v; want %x", v, err, c.want)
+				}
+			})
+		}
+	}
+}
+
+func TestConflicts(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	db.Set([]byte("k"), []byte("0"))
+	db.Set([]byte("r1"), []byte("x"))
+	// A read of k, changed by another commit: conflict.
+	tx, _ := db.Begin()
+	tx.Get([]byte("k"))
+	tx.Set([]byte("out"), []byte("1"))
+	db.Set([]byte("k"), []byte("1"))
+	if err := tx.Commit(); !errors.Is(err, ErrConflict) || !IsRetryable(err) {
+		t.Fatalf("read then changed: %v", err)
+	}
+	mustMiss(t, db, "out")
+	// A snapshot read adds no conflict.
+	tx, _ = db.Begin()
+	tx.Snapshot().Get([]byte("k"))
+	tx.Set([]byte("out"), []byte("2"))
+	db.Set([]byte("k"), []byte("2"))
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("snapshot read: %v", err)
+	}
+	// A key deleted after the read: conflict (the key directory has no
+	// version for it, the history has).
+	tx, _ = db.Begin()
+	tx.Get([]byte("k"))
+	tx.Set([]byte("out"), []byte("3"))
+	db.Delete([]byte("k"))
+	if err := tx.Commit(); !errors.Is(err, ErrConflict) {
+		t.Fatalf("read then deleted: %v", err)
+	}
+	// A range read, then an insert into the range: conflict.
+	tx, _ = db.Begin()
+	tx.GetRange(FirstGreaterOrEqual([]byte("r")), FirstGreaterOrEqual([]byte("s")), nil)
+	tx.Set([]byte("out"), []byte("4"))
+	db.Set([]byte("r2"), []byte("y"))
+	if err := tx.Commit(); !errors.Is(err, ErrConflict) {
+		t.Fatalf("range then insert: %v", err)
+	}
+	// A range read with a limit covers only what it returned.
+	tx, _ = db.Begin()
+	kvs, _ := tx.GetRange(FirstGreaterOrEqual([]byte("r")), FirstGreaterOrEqual([]byte("s")), &RangeOptions{Limit: 1})
+	if len(kvs) != 1 {
+		t.Fatal(kvs)
+	}
+	tx.Set([]byte("out"), []byte("5"))
+	db.Set([]byte("r3"), []byte("z"))
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("write beyond a limited range read: %v", err)
+	}
+	// Blind writes and read-only transactions never conflict.
+	tx, _ = db.Begin()
+	tx.Set([]byte("r1"), []byte("blind"))
+	db.Set([]byte("r1"), []byte("other"))
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("blind write: %v", err)
+	}
+	tx, _ = db.Begin()
+	tx.Get([]byte("r1"))
+	db.Set([]byte("r1"), []byte("again"))
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("read-only: %v", err)
+	}
+	// Explicit conflict ranges.
+	tx, _ = db.Begin()
+	tx.AddReadConflictKey([]byte("guard"))
+	tx.Set([]byte("out"), []byte("6"))
+	db.Set([]byte("guard"), []byte("1"))
+	if err := tx.Commit(); !errors.Is(err, ErrConflict) {
+		t.Fatalf("explicit read conflict: %v", err)
+	}
+	reader, _ := db.Begin()
+	reader.Get([]byte("m1"))
+	reader.Set([]byte("out"), []byte("7"))
+	writer, _ := db.Begin()
+	writer.AddWriteConflictRange([]byte("m"), []byte("n"))
+	if err := writer.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := reader.Commit(); !errors.Is(err, ErrConflict) {
+		t.Fatalf("explicit write conflict: %v", err)
+	}
+}
+
+func TestTxLimitsAndLifetime(t *testing.T) {
+	clk := newTestClock()
+	db := openTest(t, t.TempDir(), &Options{Now: clk.Now, MaxKeySize: 10, MaxValueSize: 20, TxnSizeLimit: 200, ExpiryPeriod: -1})
+	for _, c := range []struct {
+		do   func(tx *Tx)
+		want error
+	}{
+		{func(tx *Tx) { tx.Set(make([]byte, 11), nil) }, ErrKeyTooLarge},
+		{func(tx *Tx) { tx.Set([]byte("k"), make([]byte, 21)) }, ErrValueTooLarge},
+		{func(tx *Tx) {
+			for i := range 20 {
+				tx.Set(fmt.Appendf(nil, "k%d", i), make([]byte, 10))
+			}
+		}, ErrBatchTooLarge},
+		{func(tx *Tx) { tx.ClearRange([]byte("z"), []byte("a")) }, ErrInvalidRange},
+	} {
+		tx, _ := db.Begin()
+		c.do(tx)
+		err := tx.Commit()
+		var e *Error
+		if !errors.Is(err, c.want) || !errors.As(err, &e) || e.Code == 0 {
+			t.Errorf("got %v, want %v", err, c.want)
+		}
+	}
+	tx, _ := db.Begin()
+	clk.Advance(6 * time.Second)
+	if _, err := tx.Get([]byte("k")); !errors.Is(err, ErrTransactionTooOld) {
+		t.Fatalf("read after the lifetime: %v", err)
+	}
+	if err := tx.Commit(); !errors.Is(err, ErrTransactionTooOld) {
+		t.Fatalf("commit after the lifetime: %v", err)
+	}
+}
+
+func TestTransactRetriesAndRollsBack(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	runs := 0
+	err := db.Transact(context.Background(), func(tx *Tx) error {
+		runs++
+		tx.Get([]byte("k"))
+		if runs == 1 {
+			db.Set([]byte("k"), []byte("interfere")) // makes the first try conflict
+		}
+		tx.Set([]byte("k"), []byte("mine"))
+		return nil
+	})
+	if err != nil || runs != 2 {
+		t.Fatalf("runs %d, err %v", runs, err)
+	}
+	mustGet(t, db, "k", "mine")
+	boom := errors.New("boom")
+	if err := db.Transact(context.Background(), func(tx *Tx) error {
+		tx.Set([]byte("k"), []byte("never"))
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("panic swallowed")
+			}
+		}()
+		db.Transact(context.Background(), func(tx *Tx) error {
+			tx.Set([]byte("k"), []byte("never"))
+			panic("in fn")
+		})
+	}()
+	mustGet(t, db, "k", "mine")
+	if n := db.Stats().OpenSnapshots; n != 0 {
+		t.Fatalf("%d views leaked", n)
+	}
+}
+
+// Concurrent transfers between accounts conserve the total; no update is
+// lost and no transfer overdraws (write skew would).
+func TestBankTransfers(t *testing.T) {
+	seed := testSeed(t)
+	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone})
+	const accounts, start = 10, 100
+	acct := func(i int) []byte { return tuple.Tuple{"acct", i}.Pack() }
+	for i := range accounts {
+		db.Set(acct(i), le(start, 8))
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(seed, uint64(w)))
+			for range 100 {
+				from, to, amount := r.IntN(accounts), r.IntN(accounts), uint64(1+r.IntN(30))
+				err := db.Transact(context.Background(), func(tx *Tx) error {
+					fb, err := tx.Get(acct(from))
+					if err != nil {
+						return err
+					}
+					bal := binary.LittleEndian.Uint64(fb)
+					if bal < amount || from == to {
+						return nil
+					}
+					tx.Set(acct(from), le(bal-amount, 8))
+					tx.Add(acct(to), le(amount, 8))
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var total uint64
+	for i := range accounts {
+		v, _ := db.Get(acct(i))
+		b := binary.LittleEndian.Uint64(v)
+		if b > accounts*start {
+			t.Fatalf("account %d has %d: an overdraft wrapped", i, b)
+		}
+		total += b
+	}
+	if total != accounts*start {
+		t.Fatalf("total %d, want %d", total, accounts*start)
+	}
+}
+
+// TestSerializableHistory runs random concurrent transactions and checks
+// that the committed ones are equivalent to running them one at a time in
+// commit-version order: each saw exactly the state left by those before it.
+func TestSerializableHistory(t *testing.T) {
+	seed := testSeed(t)
+	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone})
+	type record struct {
+		version uint64
+		reads   map[string]string // "" means absent
+		writes  map[string]string
+	}
+	var mu sync.Mutex
+	var history []record
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(seed, uint64(w)))
+			for range 150 {
+				tx, _ := db.Begin()
+				rec := record{reads: map[string]string{}, writes: map[string]string{}}
+				for range 1 + r.IntN(4) {
+					k := fmt.Sprintf("k%d", r.IntN(8))
+					if r.IntN(2) == 0 {
+						if _, seen := rec.writes[k]; seen {
+							continue
+						}
+						v, err := tx.Get([]byte(k))
+						if err != nil && !errors.Is(err, ErrNotFound) {
+							t.Error(err)
+							return
+						}
+						rec.reads[k] = string(v)
+					} else {
+						v := fmt.Sprintf("%d-%d", w, r.Uint32())
+						tx.Set([]byte(k), []byte(v))
+						rec.writes[k] = v
+					}
+				}
+				if err := tx.Commit(); err != nil {
+					if !errors.Is(err, ErrConflict) {
+						t.Error(err)
+						return
+					}
+					continue
+				}
+				rec.version = tx.CommittedVersion()
+				if rec.version == 0 {
+					rec.version = tx.ReadVersion() // read-only: serialised at its read version
+				}
+				mu.Lock()
+				history = append(history, rec)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	// Writers at version v come before read-only transactions reading at v.
+	slices.SortStableFunc(history, func(a, b record) int {
+		if a.version != b.version {
+			return int(a.version - b.version)
+		}
+		return len(b.writes) - len(a.writes)
+	})
+	state := map[string]string{}
+	for i, rec := range history {
+		for k, v := range rec.reads {
+			if state[k] != v {
+				t.Fatalf("transaction %d (version %d) read %s=%q, but the serial order had %q", i, rec.version, k, v, state[k])
+			}
+		}
+		for k, v := range rec.writes {
+			state[k] = v
+		}
+	}
+	t.Logf("%d committed transactions checked", len(history))
+}
+
+func TestVersionstamps(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	tx, _ := db.Begin()
+	key, err := tuple.Tuple{"log", tuple.IncompleteVersionstamp(0)}.PackWithVersionstamp(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx.SetVersionstampedKey(key, []byte("entry"))
+	val := append(append([]byte("at:"), make([]byte, 10)...), 3, 0, 0, 0)
+	tx.SetVersionstampedValue([]byte("last"), val)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := tx.Versionstamp()
+	if err != nil || len(vs) != 10 || binary.BigEndian.Uint64(vs) != tx.CommittedVersion() {
+		t.Fatalf("versionstamp %x, %v", vs, err)
+	}
+	lo, hi := tuple.Tuple{"log"}.Range()
+	kvs, _ := db.Range(lo, hi, nil)
+	if len(kvs) != 1 {
+		t.Fatalf("%d log entries", len(kvs))
+	}
+	tup, err := tuple.Unpack(kvs[0].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tup[1].(tuple.Versionstamp); !bytes.Equal(got.TransactionVersion[:], vs) {
+		t.Fatalf("key versionstamp %x, want %x", got.TransactionVersion, vs)
+	}
+	mustGet(t, db, "last", "at:"+string(vs))
+}
+
+func TestWatch(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	tx, _ := db.Begin()
+	w := tx.Watch([]byte("w"))
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.C():
+		t.Fatal("watch fired before any change")
+	default:
+	}
+	db.Set([]byte("other"), []byte("x"))
+	select {
+	case <-w.C():
+		t.Fatal("watch fired for another key")
+	default:
+	}
+	db.Set([]byte("w"), []byte("changed"))
+	if err := w.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// A watch of a transaction that fails reports the failure.
+	tx, _ = db.Begin()
+	w = tx.Watch([]byte("w"))
+	tx.Rollback()
+	if err := w.Wait(context.Background()); !errors.Is(err, ErrTransactionDone) {
+		t.Fatalf("watch of a rolled back transaction: %v", err)
+	}
+}
+
+// The conflict history is kept only while a transaction may need it.
+func TestHistoryPruned(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	for i := range 100 {
+		db.Set(fmt.Appendf(nil, "k%d", i), []byte("v"))
+	}
+	tx, _ := db.Begin()
+	for i := range 100 {
+		db.Delete(fmt.Appendf(nil, "k%d", i))
+	}
+	db.mu.RLock()
+	kept := db.hist.deleted.Len()
+	db.mu.RUnlock()
+	if kept != 100 {
+		t.Fatalf("history holds %d deletions while a transaction is live", kept)
+	}
+	tx.Rollback()
+	db.Set([]byte("next"), []byte("commit"))
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if n := db.hist.deleted.Len(); n != 0 || len(db.hist.queue) != 0 {
+		t.Fatalf("history holds %d deletions after the last transaction ended", n)
+	}
+}

@@ -1,0 +1,289 @@
+package caskade
+
+import (
+	"bytes"
+	"encoding/binary"
+	"sync/atomic"
+
+	"github.com/tidwall/btree"
+)
+
+// keyRange is [begin, end); a nil end means the end of the key space.
+type keyRange struct {
+	begin, end []byte
+}
+
+func (r keyRange) contains(k []byte) bool {
+	return bytes.Compare(k, r.begin) >= 0 && (r.end == nil || bytes.Compare(k, r.end) < 0)
+}
+
+func (r keyRange) overlaps(o keyRange) bool {
+	return (r.end == nil || bytes.Compare(o.begin, r.end) < 0) && (o.end == nil || bytes.Compare(r.begin, o.end) < 0)
+}
+
+// point reports whether the range holds exactly one key (begin+"\x00").
+func (r keyRange) point() bool {
+	return r.end != nil && len(r.end) == len(r.begin)+1 && r.end[len(r.end)-1] == 0 && bytes.HasPrefix(r.end, r.begin)
+}
+
+func keyAfter(k []byte) []byte { return append(k[:len(k):len(k)], 0) }
+
+// txnReq is the transactional part of a commit request: the commit
+// succeeds only if nothing in reads changed after readVersion.
+type txnReq struct {
+	readVersion uint64
+	reads       []keyRange
+	writes      []keyRange // explicit write conflict ranges
+}
+
+// history remembers what commits changed that the key directory no longer
+// shows, for as long as a live transaction may need it: keys deleted (a
+// deleted key has no entry, so no version to compare) and explicit write
+// conflict ranges. It is recorded only while transactions are live.
+// Guarded by DB.mu.
+type history struct {
+	deleted *btree.BTreeG[histItem]
+	queue   []histItem // in version order, for pruning
+	ranges  []histRange
+}
+
+type histItem struct {
+	key     string
+	version uint64
+}
+
+type histRange struct {
+	r       keyRange
+	version uint64
+}
+
+func newHistory() *history {
+	return &history{deleted: btree.NewBTreeGOptions(func(a, b histItem) bool { return a.key < b.key }, btree.Options{NoLocks: true})}
+}
+
+// liveTxns tracks the read versions of open transactions.
+type liveTxns struct {
+	count atomic.Int64
+	seq   uint64
+	reads map[uint64]uint64 // id -> read version; guarded by DB.mu
+}
+
+// txnConflict reports whether a transaction read anything that was written
+// after its read version: by a commit already applied (the key
+// directory's versions, and the history), or by an earlier commit of this
+// same group (whose versions are all newer).
+func (db *DB) txnConflict(t *txnReq, overlay map[string]int, applies []apply) bool {
+	for _, r := range t.reads {
+		for k := range overlay {
+			if r.contains([]byte(k)) {
+				return true
+			}
+		}
+		if overlay == nil {
+			for _, a := range applies {
+				if r.contains(a.key) {
+					return true
+				}
+			}
+		}
+		if r.point() {
+			if e, ok := db.tree.Get(r.begin); ok && e.Version > t.readVersion {
+				return true
+			}
+			if it, ok := db.hist.deleted.Get(histItem{key: string(r.begin)}); ok && it.version > t.readVersion {
+				return true
+			}
+		} else {
+			it := db.tree.Iter()
+			for ok := it.Seek(r.begin); ok; ok = it.Next() {
+				if r.end != nil && bytes.Compare(it.Key(), r.end) >= 0 {
+					break
+				}
+				if it.Entry().Version > t.readVersion {
+					return true
+				}
+			}
+			conflict := false
+			db.hist.deleted.Ascend(histItem{key: string(r.begin)}, func(h histItem) bool {
+				if r.end != nil && h.key >= string(r.end) {
+					return false
+				}
+				conflict = h.version > t.readVersion
+				return !conflict
+			})
+			if conflict {
+				return true
+			}
+		}
+		for _, h := range db.hist.ranges {
+			if h.version > t.readVersion && h.r.overlaps(r) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// recordHistory remembers a group's deletions and write conflict ranges if
+// any transaction is live, and forgets what no live transaction needs.
+func (db *DB) recordHistory(applies []apply, wranges []histRange, ver uint64) {
+	if db.txns.count.Load() == 0 && len(db.hist.queue) == 0 && len(db.hist.ranges) == 0 {
+		return
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.txns.count.Load() > 0 {
+		for _, a := range applies {
+			if a.del {
+				h := histItem{key: string(a.key), version: a.version}
+				db.hist.deleted.Set(h)
+				db.hist.queue = append(db.hist.queue, h)
+			}
+		}
+		db.hist.ranges = append(db.hist.ranges, wranges...)
+	}
+	// Forget what is older than every live transaction's read version.
+	oldest := ver
+	for _, rv := range db.txns.reads {
+		oldest = min(oldest, rv)
+	}
+	n := 0
+	for n < len(db.hist.queue) && db.hist.queue[n].version <= oldest {
+		h := db.hist.queue[n]
+		if cur, ok := db.hist.deleted.Get(h); ok && cur.version == h.version {
+			db.hist.deleted.Delete(h)
+		}
+		n++
+	}
+	db.hist.queue = db.hist.queue[n:]
+	if len(db.hist.queue) == 0 {
+		db.hist.queue = nil
+	}
+	kept := db.hist.ranges[:0]
+	for _, h := range db.hist.ranges {
+		if h.version > oldest {
+			kept = append(kept, h)
+		}
+	}
+	db.hist.ranges = kept
+}
+
+// Atomic operation types, with FoundationDB's semantics.
+type atomicOp uint8
+
+const (
+	atomicAdd atomicOp = iota + 1
+	atomicAnd
+	atomicOr
+	atomicXor
+	atomicMax
+	atomicMin
+	atomicByteMax
+	atomicByteMin
+	atomicAppendIfFits
+	atomicCompareAndClear
+)
+
+// applyAtomic computes the result of an atomic operation on the current
+// value cur (present or not) with operand param. It returns the new value,
+// or del to clear the key.
+func applyAtomic(op atomicOp, cur []byte, present bool, param []byte, maxValue int) (out []byte, del bool) {
+	resized := func() []byte {
+		b := make([]byte, len(param))
+		copy(b, cur)
+		return b
+	}
+	switch op {
+	case atomicAdd:
+		b := resized()
+		var carry uint16
+		for i := range b {
+			s := uint16(b[i]) + uint16(param[i]) + carry
+			b[i], carry = byte(s), s>>8
+		}
+		return b, false
+	case atomicAnd, atomicOr, atomicXor:
+		if !present && op == atomicAnd {
+			return bytes.Clone(param), false
+		}
+		b := resized()
+		for i := range b {
+			switch op {
+			case atomicAnd:
+				b[i] &= param[i]
+			case atomicOr:
+				b[i] |= param[i]
+			default:
+				b[i] ^= param[i]
+			}
+		}
+		return b, false
+	case atomicMax, atomicMin:
+		if !present {
+			return bytes.Clone(param), false
+		}
+		b := resized()
+		c := compareLE(b, param)
+		if (op == atomicMax && c >= 0) || (op == atomicMin && c <= 0) {
+			return b, false
+		}
+		return bytes.Clone(param), false
+	case atomicByteMax, atomicByteMin:
+		if !present {
+			return bytes.Clone(param), false
+		}
+		c := bytes.Compare(cur, param)
+		if (op == atomicByteMax && c >= 0) || (op == atomicByteMin && c <= 0) {
+			return bytes.Clone(cur), false
+		}
+		return bytes.Clone(param), false
+	case atomicAppendIfFits:
+		if len(cur)+len(param) > maxValue {
+			return bytes.Clone(cur), !present
+		}
+		return append(bytes.Clone(cur), param...), false
+	case atomicCompareAndClear:
+		if present && bytes.Equal(cur, param) {
+			return nil, true
+		}
+		return bytes.Clone(cur), !present
+	}
+	panic("caskade: unknown atomic operation")
+}
+
+// compareLE compares two equal-length little-endian unsigned integers.
+func compareLE(a, b []byte) int {
+	for i := len(a) - 1; i >= 0; i-- {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// versionstamp returns the 10-byte versionstamp of a commit: its version,
+// big-endian, and the order of the transaction within the commit (always 0,
+// since every transaction gets its own version).
+func versionstamp(v uint64) [10]byte {
+	var vs [10]byte
+	binary.BigEndian.PutUint64(vs[:], v)
+	return vs
+}
+
+// fillVersionstamp returns b without its 4-byte little-endian offset
+// suffix, with the 10 bytes at that offset replaced by vs.
+func fillVersionstamp(b []byte, vs [10]byte) ([]byte, bool) {
+	if len(b) < 4 {
+		return nil, false
+	}
+	off := int(binary.LittleEndian.Uint32(b[len(b)-4:]))
+	body := bytes.Clone(b[:len(b)-4])
+	if off < 0 || off+10 > len(body) {
+		return nil, false
+	}
+	copy(body[off:], vs[:])
+	return body, true
+}
