@@ -1,5 +1,5 @@
 module github.com/caskade/caskade
 
-go 1.26.0
+go 1.26
 
 require github.com/tidwall/btree v1.8.2
