@@ -35,8 +35,8 @@ var (
 
 // Errors a sign-up can meet; they end the transaction without retry.
 var (
-	ErrNoSeats    = errors.New("no remaining seats")
-	ErrTooMany    = errors.New("too many classes")
+	ErrNoSeats     = errors.New("no remaining seats")
+	ErrTooMany     = errors.New("too many classes")
 	ErrNoSuchClass = errors.New("no such class")
 )
 
