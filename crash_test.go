@@ -2,6 +2,7 @@ package caskade
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -42,6 +43,34 @@ func crashWorkload(db *DB, seed uint64, ops int) (acked, inDoubt map[string]stri
 			k := fmt.Sprintf("k%02d", r.IntN(40))
 			delete(next, k)
 			err = db.Delete([]byte(k))
+		case n < 8:
+			// A multi-key transaction commits through the same path.
+			type w struct {
+				k, v string
+				del  bool
+			}
+			var ws []w
+			for j := range 2 + r.IntN(4) {
+				k := fmt.Sprintf("k%02d", r.IntN(40))
+				if r.IntN(4) == 0 {
+					ws = append(ws, w{k: k, del: true})
+					delete(next, k)
+				} else {
+					v := val(i*10 + j)
+					ws = append(ws, w{k: k, v: v})
+					next[k] = v
+				}
+			}
+			err = db.Transact(context.Background(), func(tx *Tx) error {
+				for _, x := range ws {
+					if x.del {
+						tx.Clear([]byte(x.k))
+					} else {
+						tx.Set([]byte(x.k), []byte(x.v))
+					}
+				}
+				return nil
+			})
 		default:
 			var b Batch
 			for j := range 2 + r.IntN(5) {

@@ -539,3 +539,107 @@ func TestHistoryPruned(t *testing.T) {
 		t.Fatalf("history holds %d deletions after the last transaction ended", n)
 	}
 }
+
+// TestTxModel compares a transaction's view (database plus its own sets,
+// clears, range clears and atomic adds) with a map: point reads, key
+// selectors and selector range reads, forward and reverse, with limits.
+func TestTxModel(t *testing.T) {
+	seed := testSeed(t)
+	r := rand.New(rand.NewPCG(seed, 7))
+	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone, ExpiryPeriod: -1})
+	key := func() string { return fmt.Sprintf("k%02d", r.IntN(40)) }
+	for round := range 30 {
+		m := model{}
+		for range 25 {
+			k := key()
+			db.Set([]byte(k), []byte("db"+k))
+		}
+		kvs, _ := db.Range(nil, nil, nil)
+		for _, kv := range kvs {
+			m[string(kv.Key)] = modelVal{val: string(kv.Value)}
+		}
+		tx, _ := db.Begin()
+		for range r.IntN(15) {
+			switch k := key(); r.IntN(4) {
+			case 0:
+				tx.Set([]byte(k), []byte("tx"+k))
+				m[k] = modelVal{val: "tx" + k}
+			case 1:
+				tx.Clear([]byte(k))
+				delete(m, k)
+			case 2:
+				lo, hi := key(), key()
+				if lo > hi {
+					lo, hi = hi, lo
+				}
+				tx.ClearRange([]byte(lo), []byte(hi))
+				for mk := range m {
+					if mk >= lo && mk < hi {
+						delete(m, mk)
+					}
+				}
+			default:
+				tx.Add([]byte(k), []byte{1})
+				old := m[k].val
+				b := []byte{1}
+				if len(old) > 0 {
+					b[0] += old[0]
+				}
+				m[k] = modelVal{val: string(b)}
+			}
+		}
+		for range 20 {
+			sel := KeySelector{Key: []byte(key()), OrEqual: r.IntN(2) == 0, Offset: r.IntN(7) - 3}
+			got, err := tx.GetKey(sel)
+			if want := m.resolve(sel, 0); err != nil || !bytes.Equal(got, want) || (got == nil) != (want == nil) {
+				t.Fatalf("round %d: %v = %q, %v; want %q", round, sel, got, err, want)
+			}
+			k := key()
+			v, err := tx.Get([]byte(k))
+			if want, ok := m[k]; ok != (err == nil) || (ok && string(v) != want.val) {
+				t.Fatalf("round %d: get %q = %q, %v; want %q", round, k, v, err, want.val)
+			}
+			b := KeySelector{Key: []byte(key()), OrEqual: r.IntN(2) == 0, Offset: r.IntN(3)}
+			e := KeySelector{Key: []byte(key()), OrEqual: r.IntN(2) == 0, Offset: r.IntN(3)}
+			opts := &RangeOptions{Limit: r.IntN(5), Reverse: r.IntN(2) == 0}
+			kvs, err := tx.GetRange(b, e, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lo, hi := m.resolve(b, 0), m.resolve(e, 0)
+			var want []string
+			for _, mk := range m.live(0) {
+				if mk >= string(lo) && (hi == nil || mk < string(hi)) {
+					want = append(want, mk)
+				}
+			}
+			if opts.Reverse {
+				slices.Reverse(want)
+			}
+			if opts.Limit > 0 && len(want) > opts.Limit {
+				want = want[:opts.Limit]
+			}
+			if len(kvs) != len(want) {
+				t.Fatalf("round %d: range %v..%v %+v: %d pairs, want %d", round, b, e, opts, len(kvs), len(want))
+			}
+			for i, kv := range kvs {
+				if string(kv.Key) != want[i] || string(kv.Value) != m[want[i]].val {
+					t.Fatalf("round %d: range pair %d = %q=%q, want %q=%q", round, i, kv.Key, kv.Value, want[i], m[want[i]].val)
+				}
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		// What the transaction saw is what it committed.
+		kvs, _ = db.Range(nil, nil, nil)
+		if len(kvs) != len(m) {
+			t.Fatalf("round %d: committed %d keys, the transaction saw %d", round, len(kvs), len(m))
+		}
+		for _, kv := range kvs {
+			if m[string(kv.Key)].val != string(kv.Value) {
+				t.Fatalf("round %d: committed %q=%q, saw %q", round, kv.Key, kv.Value, m[string(kv.Key)].val)
+			}
+		}
+	}
+}
