@@ -180,7 +180,8 @@ func copyLive(ctx context.Context, src, dst *DB) (int, error) {
 			it.err = nil
 			continue
 		}
-		b.SetWithExpiry(it.Key(), v, it.Info().ExpiresAt)
+		info := it.Info()
+		b.SetEntry(it.Key(), v, SetOptions{ExpiresAt: info.ExpiresAt, Flags: info.Flags})
 		n++
 		pending += len(it.Key()) + len(v)
 		if pending >= 4<<20 || b.Len() >= 10000 {

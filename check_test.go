@@ -131,6 +131,8 @@ func TestDumpLoad(t *testing.T) {
 	want[""] = "empty key"
 	src.SetWithTTL([]byte("ttl"), []byte("x"), time.Hour)
 	want["ttl"] = "x"
+	src.SetEntry([]byte("flagged"), []byte("f"), SetOptions{Flags: 42})
+	want["flagged"] = "f"
 	var buf bytes.Buffer
 	st, err := src.Dump(context.Background(), &buf)
 	if err != nil || st.Pairs != len(want) {
@@ -150,6 +152,9 @@ func TestDumpLoad(t *testing.T) {
 	}
 	if info, _ := dst.Stat([]byte("ttl")); info.TTL(clk.Now()) != time.Hour {
 		t.Fatalf("TTL after load: %v", info.TTL(clk.Now()))
+	}
+	if _, info, _ := dst.Lookup([]byte("flagged")); info.Flags != 42 {
+		t.Fatalf("flags after load: %d", info.Flags)
 	}
 	// Damage and truncation are caught.
 	b := buf.Bytes()

@@ -38,6 +38,7 @@ type op struct {
 	key     []byte
 	value   []byte
 	expiry  int64         // absolute, Unix milliseconds; 0 for none
+	flags   uint32        // opSet: stored beside the value
 	version uint64        // opForget
 	ttl     time.Duration // Batch.SetWithTTL, made absolute by DB.Write
 	found   bool
@@ -67,6 +68,7 @@ type apply struct {
 	rel     int64 // offset of the record from the start of the group's buffer; -1: no record
 	size    int64 // record size
 	valLen  uint32
+	flags   uint32
 	version uint64
 	expiry  int64
 }
@@ -180,7 +182,7 @@ func (db *DB) runGroup(group []*commitReq) {
 		put := func(a apply, kind record.Kind, value []byte) {
 			last = len(buf)
 			a.rel = int64(len(buf))
-			buf = record.AppendRecord(buf, kind, false, v, a.expiry, a.key, value)
+			buf = record.AppendRecord(buf, kind, false, v, a.expiry, a.flags, a.key, value)
 			a.size = int64(len(buf) - last)
 			a.version = v
 			applies = append(applies, a)
@@ -192,7 +194,7 @@ func (db *DB) runGroup(group []*commitReq) {
 			o := &r.ops[i]
 			switch o.kind {
 			case opSet:
-				put(apply{key: o.key, valLen: uint32(len(o.value)), expiry: o.expiry}, record.KindPut, o.value)
+				put(apply{key: o.key, valLen: uint32(len(o.value)), expiry: o.expiry, flags: o.flags}, record.KindPut, o.value)
 			case opDelete:
 				_, live := lookup(o.key)
 				o.found = live
@@ -217,29 +219,30 @@ func (db *DB) runGroup(group []*commitReq) {
 					put(apply{key: o.key, del: true}, record.KindDelete, nil)
 					break
 				}
-				val, err := db.valueFor(o.key, e, applies, buf)
+				val, flags, err := db.valueFor(o.key, e, applies, buf)
 				if err != nil {
 					readErr = err
 					break
 				}
-				put(apply{key: o.key, valLen: e.ValLen, expiry: o.expiry}, record.KindPut, val)
+				put(apply{key: o.key, valLen: e.ValLen, expiry: o.expiry, flags: flags}, record.KindPut, val)
 			case opAtomic:
 				e, live := lookup(o.key)
 				var cur []byte
+				var flags uint32
 				if live {
-					val, err := db.valueFor(o.key, e, applies, buf)
+					val, fl, err := db.valueFor(o.key, e, applies, buf)
 					if err != nil {
 						readErr = err
 						break
 					}
-					cur = val
+					cur, flags = val, fl
 				}
 				nv, del := applyAtomic(o.atomic, cur, live, o.value, db.opts.MaxValueSize)
 				switch {
 				case del && live:
 					put(apply{key: o.key, del: true}, record.KindDelete, nil)
 				case !del:
-					put(apply{key: o.key, valLen: uint32(len(nv)), expiry: e.Expiry}, record.KindPut, nv)
+					put(apply{key: o.key, valLen: uint32(len(nv)), expiry: e.Expiry, flags: flags}, record.KindPut, nv)
 				}
 			case opSetVSKey, opSetVSValue:
 				k, val := o.key, o.value
@@ -357,16 +360,16 @@ func (db *DB) keysInRange(begin, end []byte, overlay map[string]int, applies []a
 	return keys
 }
 
-// valueFor returns the current value of key, from this group's buffer if an
-// earlier commit of the group wrote it.
-func (db *DB) valueFor(key []byte, e keydir.Entry, applies []apply, buf []byte) ([]byte, error) {
+// valueFor returns the current value and flags of key, from this group's
+// buffer if an earlier commit of the group wrote it.
+func (db *DB) valueFor(key []byte, e keydir.Entry, applies []apply, buf []byte) ([]byte, uint32, error) {
 	if e.Offset < 0 {
 		a := applies[-1-e.Offset]
 		r, err := record.Decode(buf[a.rel:], db.lim)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		return bytes.Clone(r.Value), nil
+		return bytes.Clone(r.Value), r.Flags, nil
 	}
 	return db.readValue(db.fset, key, e) // the caller holds mu
 }

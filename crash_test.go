@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/caskade/caskade/internal/segment"
+	"github.com/caskade/caskade/internal/record"
 	"github.com/caskade/caskade/vfs"
 	"github.com/caskade/caskade/vfs/errorfs"
 )
@@ -216,11 +217,11 @@ func TestTruncationSweep(t *testing.T) {
 	data := filepath.Join("/db", segment.DataName(1))
 	b, _ := segment.ReadAll(base, data)
 	size := len(b)
-	// Record i has 29 + 4 + len(value) bytes.
+	// Record i has record.HeaderSize + 4 + len(value) bytes.
 	recEnd := make([]int, n)
 	off := 16
 	for i := range n {
-		off += 29 + 4 + len(fmt.Sprintf("value-%03d-", i)) + i
+		off += record.HeaderSize + 4 + len(fmt.Sprintf("value-%03d-", i)) + i
 		recEnd[i] = off
 	}
 	if off != size {
@@ -334,7 +335,7 @@ func TestSalvage(t *testing.T) {
 	data := filepath.Join("/db", segment.DataName(1))
 	base.Remove(filepath.Join("/db", segment.HintName(1)))
 	// Damage the third record of the sealed file.
-	rewrite(t, base, data, func(b []byte) []byte { b[16+2*(33+10)+40] ^= 0xff; return b })
+	rewrite(t, base, data, func(b []byte) []byte { b[16+2*(record.HeaderSize+4+10)+40] ^= 0xff; return b })
 	if _, err := Open("/db", &Options{FS: base, ExpiryPeriod: -1}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("open of damaged sealed file: %v", err)
 	}

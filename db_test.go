@@ -2,6 +2,7 @@ package caskade
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caskade/caskade/internal/record"
 	"github.com/caskade/caskade/vfs"
 )
 
@@ -457,8 +459,8 @@ func TestRotationAndStats(t *testing.T) {
 	if len(st.Files) < 5 || st.Keys != 50 {
 		t.Fatalf("files %d keys %d", len(st.Files), st.Keys)
 	}
-	wantLive := int64(50 * (29 + 4 + 100))
-	if st.LiveBytes != wantLive || st.DeadBytes != 150*(29+4+100) {
+	wantLive := int64(50 * (record.HeaderSize + 4 + 100))
+	if st.LiveBytes != wantLive || st.DeadBytes != 150*(record.HeaderSize+4+100) {
 		t.Fatalf("live %d (want %d) dead %d", st.LiveBytes, wantLive, st.DeadBytes)
 	}
 	if err := db.Close(); err != nil {
@@ -607,5 +609,40 @@ func TestSubscribe(t *testing.T) {
 	defer mu.Unlock()
 	if fmt.Sprint(seen) != "[a b a t t]" {
 		t.Fatalf("notified of %v", seen)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, &Options{MaxFileSize: 1 << 10})
+	if err := db.SetEntry([]byte("f"), []byte("value"), SetOptions{Flags: 0xcafe}); err != nil {
+		t.Fatal(err)
+	}
+	v, info, err := db.Lookup([]byte("f"))
+	if err != nil || string(v) != "value" || info.Flags != 0xcafe {
+		t.Fatalf("lookup %q %+v %v", v, info, err)
+	}
+	// An expiry change and an atomic op keep the flags; a plain Set clears them.
+	db.Expire([]byte("f"), time.Hour)
+	if _, info, _ := db.Lookup([]byte("f")); info.Flags != 0xcafe {
+		t.Fatalf("flags after expire: %x", info.Flags)
+	}
+	var b Batch
+	b.SetEntry([]byte("g"), []byte("x"), SetOptions{Flags: 7})
+	db.Write(&b)
+	for i := range 30 { // rotate files so that merge has work
+		db.Set(fmt.Appendf(nil, "pad%d", i), bytes.Repeat([]byte("p"), 100))
+	}
+	if _, err := db.Merge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	it, _ := db.NewIterator(&IterOptions{Prefix: []byte("g")})
+	if !it.First() || it.Value() == nil || it.Info().Flags != 7 {
+		t.Fatalf("iterator flags after merge: %+v", it.Info())
+	}
+	it.Close()
+	db.Set([]byte("f"), []byte("plain"))
+	if _, info, _ := db.Lookup([]byte("f")); info.Flags != 0 {
+		t.Fatalf("flags after a plain set: %x", info.Flags)
 	}
 }

@@ -20,6 +20,7 @@ import (
 //	  key length    (uvarint)
 //	  value length  (uvarint)
 //	  expiry        (uvarint: Unix milliseconds, 0 for none)
+//	  flags         (uvarint, see SetOptions)
 //	  key, value
 //	then the end frame:
 //	  'e', CRC-32C (4 bytes), pair count (uvarint)
@@ -72,6 +73,7 @@ func (db *DB) Dump(ctx context.Context, w io.Writer) (DumpStats, error) {
 		frame = binary.AppendUvarint(frame, uint64(len(it.Key())))
 		frame = binary.AppendUvarint(frame, uint64(len(v)))
 		frame = binary.AppendUvarint(frame, exp)
+		frame = binary.AppendUvarint(frame, uint64(it.Info().Flags))
 		frame = append(frame, it.Key()...)
 		frame = append(frame, v...)
 		binary.LittleEndian.PutUint32(frame[1:], crc32.Checksum(frame[5:], castagnoli))
@@ -161,14 +163,16 @@ func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (DumpSta
 		default:
 			return st, fmt.Errorf("%w: unknown frame kind %#x after %d pairs", ErrBadDump, kind, st.Pairs)
 		}
-		var klen, vlen, exp uint64
+		var klen, vlen, exp, flags uint64
 		body = body[:0]
 		if klen, body, err = readUvarint(br, body); err == nil {
 			if vlen, body, err = readUvarint(br, body); err == nil {
-				exp, body, err = readUvarint(br, body)
+				if exp, body, err = readUvarint(br, body); err == nil {
+					flags, body, err = readUvarint(br, body)
+				}
 			}
 		}
-		if err != nil || klen > uint64(db.opts.MaxKeySize) || vlen > uint64(db.opts.MaxValueSize) {
+		if err != nil || klen > uint64(db.opts.MaxKeySize) || vlen > uint64(db.opts.MaxValueSize) || flags > 1<<32-1 {
 			return st, fmt.Errorf("%w: bad pair header after %d pairs", ErrBadDump, st.Pairs)
 		}
 		n := len(body)
@@ -189,7 +193,7 @@ func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (DumpSta
 		if exp != 0 {
 			t = time.UnixMilli(int64(exp))
 		}
-		b.SetWithExpiry(key, val, t)
+		b.SetEntry(key, val, SetOptions{ExpiresAt: t, Flags: uint32(flags)})
 		pending += len(key) + len(val)
 		if pending >= o.BatchBytes {
 			if err := flush(); err != nil {

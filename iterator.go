@@ -30,6 +30,7 @@ type Iterator struct {
 	key       []byte
 	entry     keydir.Entry
 	val       []byte
+	flags     uint32
 	valLoaded bool
 	err       error
 	closed    bool
@@ -55,7 +56,7 @@ func newIterator(v *view, opts *IterOptions) *Iterator {
 // settle validates the position after a move of the underlying iterator,
 // skipping expired keys in the direction of travel.
 func (i *Iterator) settle(ok, forward bool) bool {
-	i.valid, i.valLoaded, i.val = false, false, nil
+	i.valid, i.valLoaded, i.val, i.flags = false, false, nil, 0
 	if i.closed {
 		i.err = ErrClosed
 		return false
@@ -162,12 +163,15 @@ func (i *Iterator) Key() []byte {
 	return i.key
 }
 
-// Info returns what the key directory knows about the current key.
+// Info returns what the key directory knows about the current key, and
+// its flags once Value has read the record.
 func (i *Iterator) Info() KeyInfo {
 	if !i.valid {
 		return KeyInfo{}
 	}
-	return infoOf(i.entry)
+	info := infoOf(i.entry)
+	info.Flags = i.flags
+	return info
 }
 
 // Value returns the current value, reading it from disk on first use. On a
@@ -177,7 +181,7 @@ func (i *Iterator) Value() []byte {
 		return nil
 	}
 	if !i.valLoaded {
-		i.val, i.err = i.v.db.readValue(i.v.files, i.key, i.entry)
+		i.val, i.flags, i.err = i.v.db.readValue(i.v.files, i.key, i.entry)
 		i.valLoaded = true
 	}
 	return i.val

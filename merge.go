@@ -202,7 +202,7 @@ func (m *merger) add(key []byte, r record.Record, e keydir.Entry) error {
 		m.minVer, m.maxVer = e.Version, e.Version
 	}
 	off := m.out.Size() + int64(len(m.buf))
-	m.buf = record.AppendRecord(m.buf, record.KindPut, true, e.Version, e.Expiry, key, r.Value)
+	m.buf = record.AppendRecord(m.buf, record.KindPut, true, e.Version, e.Expiry, r.Flags, key, r.Value)
 	m.hints = append(m.hints, record.Hint{Kind: record.KindPut, Version: e.Version, Expiry: e.Expiry, Offset: off, ValLen: e.ValLen, Key: key})
 	m.moves = append(m.moves, move{key: key, from: e.FileID, fromOff: e.Offset, version: e.Version, newOff: off})
 	m.minVer, m.maxVer = min(m.minVer, e.Version), max(m.maxVer, e.Version)

@@ -22,6 +22,10 @@ type KeyInfo struct {
 	ExpiresAt time.Time
 	// ValueSize is the value's length in bytes.
 	ValueSize int
+	// Flags are the 32 bits stored beside the value (see SetOptions). They
+	// live in the record, not the key directory: Lookup and Iterator.Info
+	// after Iterator.Value report them; Stat reports 0.
+	Flags uint32
 }
 
 // TTL returns the time left before the key expires, measured from now, or
@@ -71,11 +75,13 @@ func (db *DB) Lookup(key []byte) ([]byte, KeyInfo, error) {
 	if f == nil {
 		return nil, KeyInfo{}, db.fileGone(e.FileID)
 	}
-	v, err := db.readFrom(f, key, e)
+	v, flags, err := db.readFrom(f, key, e)
 	if err != nil {
 		return nil, KeyInfo{}, err
 	}
-	return v, infoOf(e), nil
+	info := infoOf(e)
+	info.Flags = flags
+	return v, info, nil
 }
 
 // Stat returns what the key directory knows about key, without a disk read,
@@ -109,27 +115,28 @@ func (db *DB) Version() uint64 {
 
 // readValue reads and verifies the record e points to, in the files of
 // set, and returns its value.
-func (db *DB) readValue(set *fileSet, key []byte, e keydir.Entry) ([]byte, error) {
+func (db *DB) readValue(set *fileSet, key []byte, e keydir.Entry) ([]byte, uint32, error) {
 	f := set.acquireFile(e.FileID)
 	if f == nil {
-		return nil, db.fileGone(e.FileID)
+		return nil, 0, db.fileGone(e.FileID)
 	}
 	defer f.Release()
 	return db.readFrom(f, key, e)
 }
 
 // readFrom reads the record e points to from f, on which the caller holds a
-// reference, and checks it against the key directory.
-func (db *DB) readFrom(f *segment.File, key []byte, e keydir.Entry) ([]byte, error) {
+// reference, checks it against the key directory, and returns its value and
+// flags.
+func (db *DB) readFrom(f *segment.File, key []byte, e keydir.Entry) ([]byte, uint32, error) {
 	r, err := f.ReadRecord(e.Offset, uint32(len(key)), e.ValLen, db.lim)
 	if err == nil && (!bytes.Equal(r.Key, key) || r.Version != e.Version) {
 		err = &segment.CorruptError{Path: f.Path, Offset: e.Offset,
 			Err: fmt.Errorf("%w: record does not match the key directory", record.ErrCorrupt)}
 	}
 	if err != nil {
-		return nil, corruption(err)
+		return nil, 0, corruption(err)
 	}
-	return r.Value, nil
+	return r.Value, r.Flags, nil
 }
 
 func (db *DB) fileGone(id uint32) error {

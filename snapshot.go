@@ -80,7 +80,8 @@ func (s *Snapshot) Get(key []byte) ([]byte, error) {
 	if !ok {
 		return nil, ErrNotFound
 	}
-	return s.v.db.readValue(s.v.files, key, e)
+	v, _, err := s.v.db.readValue(s.v.files, key, e)
+	return v, err
 }
 
 // Stat returns what the snapshot knows about key, or ErrNotFound.

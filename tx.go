@@ -211,7 +211,7 @@ func (tx *Tx) baseValue(key []byte) ([]byte, bool, error) {
 	if !ok {
 		return nil, false, nil
 	}
-	v, err := tx.db.readValue(tx.v.files, key, e)
+	v, _, err := tx.db.readValue(tx.v.files, key, e)
 	if err != nil {
 		return nil, false, err
 	}

@@ -34,6 +34,25 @@ func (db *DB) SetWithExpiry(key, value []byte, t time.Time) error {
 	return db.write1(o)
 }
 
+// SetOptions are the optional parts of a write.
+type SetOptions struct {
+	// ExpiresAt is when the key expires; the zero Time means never, and a
+	// time in the past deletes the key.
+	ExpiresAt time.Time
+	// Flags are 32 bits kept beside the value (memcached's client flags),
+	// returned by Lookup; the value's bytes are unaffected.
+	Flags uint32
+}
+
+// SetEntry sets key to value with an expiry and flags.
+func (db *DB) SetEntry(key, value []byte, o SetOptions) error {
+	w := op{kind: opSet, key: key, value: value, expiry: expiryAt(o.ExpiresAt), flags: o.Flags}
+	if !o.ExpiresAt.IsZero() && w.expiry <= db.nowMs() {
+		w = op{kind: opDelete, key: key}
+	}
+	return db.write1(w)
+}
+
 // Delete removes key. Deleting a missing key is not an error.
 func (db *DB) Delete(key []byte) error {
 	return db.write1(op{kind: opDelete, key: key})
@@ -152,6 +171,11 @@ func (b *Batch) Set(key, value []byte) {
 // SetWithExpiry adds a write of key = value expiring at t (zero: never).
 func (b *Batch) SetWithExpiry(key, value []byte, t time.Time) {
 	b.ops = append(b.ops, op{kind: opSet, key: b.keep(key), value: b.keep(value), expiry: expiryAt(t)})
+}
+
+// SetEntry adds a write of key = value with an expiry and flags.
+func (b *Batch) SetEntry(key, value []byte, o SetOptions) {
+	b.ops = append(b.ops, op{kind: opSet, key: b.keep(key), value: b.keep(value), expiry: expiryAt(o.ExpiresAt), flags: o.Flags})
 }
 
 // SetWithTTL adds a write of key = value expiring ttl after the batch is

@@ -10,9 +10,11 @@
 //	            record of an atomic batch
 //	5      8    commit version, little-endian
 //	13     8    expiry in Unix milliseconds (0: never), little-endian
-//	21     4    key length, little-endian
-//	25     4    value length, little-endian
-//	29     -    key, then value
+//	21     4    flags: 32 bits the application keeps beside the value
+//	            (memcached's client flags), little-endian
+//	25     4    key length, little-endian
+//	29     4    value length, little-endian
+//	33     -    key, then value
 //
 // A batch is a run of records sharing one version whose last record carries
 // FlagCommit; recovery applies a batch only when it sees that marker, so a
@@ -48,7 +50,7 @@ const (
 // Sizes of the fixed parts of the formats.
 const (
 	FileHeaderSize  = 16
-	HeaderSize      = 29
+	HeaderSize      = 33
 	HintHeaderSize  = 37
 	formatVersion   = 1
 	hintTrailerSize = HintHeaderSize
@@ -84,6 +86,7 @@ type Header struct {
 	Commit  bool // FlagCommit was set
 	Version uint64
 	Expiry  int64 // Unix milliseconds, 0 for none
+	Flags   uint32
 	KeyLen  uint32
 	ValLen  uint32
 }
@@ -106,7 +109,7 @@ func EncodedSize(key, value []byte) int { return HeaderSize + len(key) + len(val
 
 // AppendRecord appends the encoding of one record to dst and returns the
 // extended slice. It does not retain key or value.
-func AppendRecord(dst []byte, kind Kind, commit bool, version uint64, expiry int64, key, value []byte) []byte {
+func AppendRecord(dst []byte, kind Kind, commit bool, version uint64, expiry int64, flags uint32, key, value []byte) []byte {
 	start := len(dst)
 	k := kind
 	if commit {
@@ -116,8 +119,9 @@ func AppendRecord(dst []byte, kind Kind, commit bool, version uint64, expiry int
 	hdr[4] = byte(k)
 	binary.LittleEndian.PutUint64(hdr[5:], version)
 	binary.LittleEndian.PutUint64(hdr[13:], uint64(expiry))
-	binary.LittleEndian.PutUint32(hdr[21:], uint32(len(key)))
-	binary.LittleEndian.PutUint32(hdr[25:], uint32(len(value)))
+	binary.LittleEndian.PutUint32(hdr[21:], flags)
+	binary.LittleEndian.PutUint32(hdr[25:], uint32(len(key)))
+	binary.LittleEndian.PutUint32(hdr[29:], uint32(len(value)))
 	dst = append(dst, hdr[:]...)
 	dst = append(dst, key...)
 	dst = append(dst, value...)
@@ -146,13 +150,14 @@ func DecodeHeader(b []byte, lim Limits) (Header, error) {
 		Commit:  k&FlagCommit != 0,
 		Version: binary.LittleEndian.Uint64(b[5:]),
 		Expiry:  int64(binary.LittleEndian.Uint64(b[13:])),
-		KeyLen:  binary.LittleEndian.Uint32(b[21:]),
-		ValLen:  binary.LittleEndian.Uint32(b[25:]),
+		Flags:   binary.LittleEndian.Uint32(b[21:]),
+		KeyLen:  binary.LittleEndian.Uint32(b[25:]),
+		ValLen:  binary.LittleEndian.Uint32(b[29:]),
 	}
 	if !validKind(h.Kind) {
 		return Header{}, fmt.Errorf("%w: bad record kind %#x", ErrCorrupt, b[4])
 	}
-	if h.Kind == KindDelete && h.ValLen != 0 {
+	if h.Kind == KindDelete && (h.ValLen != 0 || h.Flags != 0) {
 		return Header{}, fmt.Errorf("%w: tombstone with a value", ErrCorrupt)
 	}
 	if err := lim.check(h.KeyLen, h.ValLen); err != nil {

@@ -23,7 +23,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := AppendRecord([]byte("prefix"), c.kind, c.commit, c.ver, c.exp, c.key, c.val)
+			b := AppendRecord([]byte("prefix"), c.kind, c.commit, c.ver, c.exp, 0, c.key, c.val)
 			b = b[len("prefix"):]
 			if len(b) != EncodedSize(c.key, c.val) {
 				t.Fatalf("size %d, want %d", len(b), EncodedSize(c.key, c.val))
@@ -41,7 +41,7 @@ func TestRecordRoundTrip(t *testing.T) {
 }
 
 func TestSetCommit(t *testing.T) {
-	b := AppendRecord(nil, KindPut, false, 3, 0, []byte("a"), []byte("b"))
+	b := AppendRecord(nil, KindPut, false, 3, 0, 0, []byte("a"), []byte("b"))
 	SetCommit(b)
 	r, err := Decode(b, Limits{})
 	if err != nil || !r.Commit {
@@ -51,7 +51,7 @@ func TestSetCommit(t *testing.T) {
 
 // Every single-bit flip anywhere in a record must be detected.
 func TestRecordBitFlips(t *testing.T) {
-	b := AppendRecord(nil, KindPut, true, 42, 99, []byte("hello"), []byte("world, a value"))
+	b := AppendRecord(nil, KindPut, true, 42, 99, 0, []byte("hello"), []byte("world, a value"))
 	for i := 0; i < len(b)*8; i++ {
 		c := bytes.Clone(b)
 		c[i/8] ^= 1 << (i % 8)
@@ -62,7 +62,7 @@ func TestRecordBitFlips(t *testing.T) {
 }
 
 func TestRecordTruncation(t *testing.T) {
-	b := AppendRecord(nil, KindPut, true, 42, 0, []byte("hello"), []byte("world"))
+	b := AppendRecord(nil, KindPut, true, 42, 0, 0, []byte("hello"), []byte("world"))
 	for n := 0; n < len(b); n++ {
 		_, err := Decode(b[:n], Limits{})
 		if !errors.Is(err, ErrTruncated) {
@@ -72,7 +72,7 @@ func TestRecordTruncation(t *testing.T) {
 }
 
 func TestRecordLimits(t *testing.T) {
-	b := AppendRecord(nil, KindPut, true, 1, 0, []byte("hello"), []byte("world"))
+	b := AppendRecord(nil, KindPut, true, 1, 0, 0, []byte("hello"), []byte("world"))
 	if _, err := Decode(b, Limits{MaxKey: 4}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("key limit: %v", err)
 	}
@@ -154,8 +154,8 @@ func TestHintBitFlips(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	f.Add(AppendRecord(nil, KindPut, true, 1, 0, []byte("k"), []byte("v")))
-	f.Add(AppendRecord(nil, KindDelete, false, 2, 5, []byte("key"), nil))
+	f.Add(AppendRecord(nil, KindPut, true, 1, 0, 0, []byte("k"), []byte("v")))
+	f.Add(AppendRecord(nil, KindDelete, false, 2, 5, 0, []byte("key"), nil))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		lim := Limits{MaxKey: 1 << 16, MaxValue: 1 << 24}
@@ -164,7 +164,7 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		// A record that decodes re-encodes to the same bytes.
-		again := AppendRecord(nil, r.Kind, r.Commit, r.Version, r.Expiry, r.Key, r.Value)
+		again := AppendRecord(nil, r.Kind, r.Commit, r.Version, r.Expiry, r.Flags, r.Key, r.Value)
 		if !bytes.Equal(again, b[:r.Size()]) {
 			t.Fatalf("re-encoding differs")
 		}
@@ -192,4 +192,16 @@ func FuzzDecodeHint(f *testing.F) {
 			t.Fatalf("re-encoding differs")
 		}
 	})
+}
+
+func TestRecordFlags(t *testing.T) {
+	b := AppendRecord(nil, KindPut, true, 9, 0, 0xdeadbeef, []byte("k"), []byte("v"))
+	r, err := Decode(b, Limits{})
+	if err != nil || r.Flags != 0xdeadbeef {
+		t.Fatalf("flags %x, %v", r.Flags, err)
+	}
+	tomb := AppendRecord(nil, KindDelete, true, 9, 0, 1, []byte("k"), nil)
+	if _, err := Decode(tomb, Limits{}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("tombstone with flags accepted: %v", err)
+	}
 }
