@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caskade/caskade/internal/segment"
 	"github.com/caskade/caskade/internal/record"
+	"github.com/caskade/caskade/internal/segment"
 	"github.com/caskade/caskade/vfs"
 	"github.com/caskade/caskade/vfs/errorfs"
 )
