@@ -7,6 +7,7 @@
 package segment
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/caskade/caskade/internal/pario"
 	"github.com/caskade/caskade/internal/record"
 	"github.com/caskade/caskade/vfs"
 )
@@ -334,7 +336,8 @@ func (f *File) ReadRecord(off int64, klen, vlen uint32, lim record.Limits) (reco
 // one.
 func (f *File) Close() error { return f.Release() }
 
-// ReadAll reads the whole file at path into memory.
+// ReadAll reads the whole file at path into memory, with parallel
+// positional reads (pario) for large files.
 func ReadAll(fs vfs.FS, path string) ([]byte, error) {
 	f, err := fs.Open(path)
 	if err != nil {
@@ -345,9 +348,15 @@ func ReadAll(fs vfs.FS, path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st.Size() >= parallelReadSize {
+		return pario.ReadFull(context.Background(), f, st.Size(), pario.Options{})
+	}
 	buf := make([]byte, st.Size())
 	if _, err := f.ReadAt(buf, 0); err != nil && !(errors.Is(err, io.EOF)) {
 		return nil, err
 	}
 	return buf, nil
 }
+
+// parallelReadSize is the file size from which ReadAll reads in parallel.
+const parallelReadSize = 16 << 20
