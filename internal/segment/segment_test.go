@@ -1,0 +1,79 @@
+package segment
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/caskade/caskade/internal/record"
+	"github.com/caskade/caskade/vfs"
+)
+
+func TestReadAll(t *testing.T) {
+	fs := vfs.OS()
+	dir := t.TempDir()
+	for _, size := range []int{0, 1, parallelReadSize - 1, parallelReadSize + 12345} {
+		want := make([]byte, size)
+		for i := range want {
+			want[i] = byte(i * 7)
+		}
+		path := filepath.Join(dir, "f")
+		f, err := fs.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteAt(want, 0)
+		f.Close()
+		got, err := ReadAll(fs, path)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("size %d: %v", size, err)
+		}
+	}
+}
+
+// Hint files hold one entry per key, sorted, and survive a round trip;
+// damage, disorder and a wrong data size are refused.
+func TestHints(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var hints []record.Hint
+	off := int64(record.FileHeaderSize)
+	for i := range 500 {
+		k := []byte{byte('a' + r.IntN(26)), byte('a' + r.IntN(26))}
+		hints = append(hints, record.Hint{Kind: record.KindPut, Version: uint64(i + 1), Offset: off, ValLen: 3, Key: k})
+		off += record.HeaderSize + 2 + 3
+	}
+	b := BuildHints(hints, off)
+	info, err := ReadHints(b, off, record.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]uint64{}
+	var prev []byte
+	for c := NewHintCursor(b); c.Valid(); c.Next() {
+		h := c.Hint()
+		if prev != nil && bytes.Compare(prev, h.Key) >= 0 {
+			t.Fatal("hints out of order")
+		}
+		prev = bytes.Clone(h.Key)
+		seen[string(h.Key)] = h.Version
+	}
+	if len(seen) != info.Entries {
+		t.Fatalf("%d entries, info says %d", len(seen), info.Entries)
+	}
+	for _, h := range hints { // the last record of each key wins
+		if h.Version > seen[string(h.Key)] {
+			t.Fatalf("key %q: hint version %d, a later record has %d", h.Key, seen[string(h.Key)], h.Version)
+		}
+	}
+	if _, err := ReadHints(b, off+1, record.Limits{}); err == nil {
+		t.Fatal("hint accepted for a data file of another size")
+	}
+	for i := record.FileHeaderSize; i < len(b); i += 7 {
+		c := bytes.Clone(b)
+		c[i] ^= 0x10
+		if _, err := ReadHints(c, off, record.Limits{}); err == nil {
+			t.Fatalf("damage at %d accepted", i)
+		}
+	}
+}
