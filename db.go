@@ -429,9 +429,33 @@ func (db *DB) mergeRecovered(results []fileResult) error {
 			f.Release()
 		}
 	}()
-	loader := keydir.NewLoader()
-	tree := loader.Tree()
-	var h hintHeap
+	// Split the key space into as many parts as there are workers, at
+	// keys taken from the largest hint file, and merge the parts in
+	// parallel into consecutive pieces of one tree.
+	parts := 1
+	var splits [][]byte
+	var biggest *fileResult
+	total := 0
+	for i := range results {
+		if r := &results[i]; !r.removed {
+			total += r.info.Entries
+			if biggest == nil || r.info.Entries > biggest.info.Entries {
+				biggest = r
+			}
+		}
+	}
+	if w := db.opts.RecoveryWorkers; w > 1 && total >= 64<<10 && biggest != nil {
+		marks := biggest.info.Marks
+		for p := 1; p < w; p++ {
+			k := marks[p*len(marks)/w].Key
+			if len(splits) == 0 || bytes.Compare(k, splits[len(splits)-1]) > 0 {
+				splits = append(splits, k)
+			}
+		}
+		parts = len(splits) + 1
+	}
+	loaders := keydir.NewLoaders(parts)
+	tree := loaders[0].Tree()
 	for i := range results {
 		r := &results[i]
 		db.recovery.Files++
@@ -460,7 +484,54 @@ func (db *DB) mergeRecovered(results []fileResult) error {
 		}
 		f.MapFor(r.size)
 		files[r.id] = f
-		if c := segment.NewHintCursor(r.hints); c.Valid() {
+	}
+	out := make([]mergePart, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		var lo, hi []byte
+		if p > 0 {
+			lo = splits[p-1]
+		}
+		if p < len(splits) {
+			hi = splits[p]
+		}
+		wg.Go(func() { out[p] = db.mergePart(results, loaders[p], lo, hi) })
+	}
+	wg.Wait()
+	for _, o := range out {
+		for id, ls := range o.stats {
+			st := db.fstats[id]
+			st.live += ls.live
+			st.dead -= ls.live
+			st.liveKeys += ls.liveKeys
+		}
+		for _, k := range o.expiring {
+			db.expiring[string(k)] = struct{}{}
+		}
+	}
+	db.tree = keydir.FinishAll(loaders)
+	db.version = db.recovery.MaxVersion
+	return nil
+}
+
+// mergePart is what merging one key range of the hint files produced
+// besides its part of the tree.
+type mergePart struct {
+	stats    map[uint32]*fileStat
+	expiring [][]byte
+}
+
+// mergePart merges the hint files' entries with keys in [lo, hi) (nil hi:
+// to the end), newest version of each key winning, into loader.
+func (db *DB) mergePart(results []fileResult, loader *keydir.Loader, lo, hi []byte) mergePart {
+	out := mergePart{stats: map[uint32]*fileStat{}}
+	var h hintHeap
+	for i := range results {
+		r := &results[i]
+		if r.removed {
+			continue
+		}
+		if c := segment.NewHintCursorAt(r.hints, r.info.Marks, lo); c.Valid() {
 			h = append(h, &recCursor{c, i})
 		}
 	}
@@ -471,6 +542,9 @@ func (db *DB) mergeRecovered(results []fileResult) error {
 	for len(h) > 0 {
 		top := h[0]
 		best := *top.Hint() // the key aliases a hint buffer that stays put
+		if hi != nil && bytes.Compare(best.Key, hi) >= 0 {
+			break
+		}
 		id := results[top.file].id
 		// Advance every cursor at this key; the first popped is the newest.
 		for len(h) > 0 && bytes.Equal(h[0].Hint().Key, best.Key) {
@@ -487,18 +561,18 @@ func (db *DB) mergeRecovered(results []fileResult) error {
 			continue
 		}
 		loader.Add(best.Key, keydir.Entry{FileID: id, ValLen: best.ValLen, Offset: best.Offset, Version: best.Version, Expiry: best.Expiry})
-		size := record.HeaderSize + int64(len(best.Key)) + int64(best.ValLen)
-		st := db.fstats[id]
-		st.live += size
-		st.dead -= size
+		st := out.stats[id]
+		if st == nil {
+			st = &fileStat{}
+			out.stats[id] = st
+		}
+		st.live += record.HeaderSize + int64(len(best.Key)) + int64(best.ValLen)
 		st.liveKeys++
 		if best.Expiry != 0 {
-			db.expiring[string(best.Key)] = struct{}{}
+			out.expiring = append(out.expiring, best.Key)
 		}
 	}
-	db.tree = loader.Finish()
-	db.version = db.recovery.MaxVersion
-	return nil
+	return out
 }
 
 func limitsOf(o Options) record.Limits {

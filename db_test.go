@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -644,5 +645,57 @@ func TestFlags(t *testing.T) {
 	db.Set([]byte("f"), []byte("plain"))
 	if _, info, _ := db.Lookup([]byte("f")); info.Flags != 0 {
 		t.Fatalf("flags after a plain set: %x", info.Flags)
+	}
+}
+
+// Opening with several workers splits the key space and merges the parts
+// in parallel: the result must equal a one-worker open.
+func TestParallelRecovery(t *testing.T) {
+	dir := t.TempDir()
+	clk := newTestClock()
+	db, err := Open(dir, &Options{Sync: SyncNone, MaxFileSize: 1 << 20, Now: clk.Now, ExpiryPeriod: -1, MergeInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	for round := range 3 {
+		for i := range 40000 {
+			k := fmt.Appendf(nil, "%08x", uint32(i)*2654435761)
+			switch {
+			case round == 2 && i%5 == 0:
+				b.Delete(k)
+			case round == 1 && i%7 == 0:
+				b.SetWithExpiry(k, []byte("ttl"), clk.Now().Add(time.Hour))
+			default:
+				b.Set(k, fmt.Appendf(nil, "r%d-%d", round, i))
+			}
+			if b.Len() == 1000 {
+				db.Write(&b)
+				b.Reset()
+			}
+		}
+	}
+	db.Write(&b)
+	db.Close()
+	var ref map[string]string
+	var refStats Stats
+	for _, workers := range []int{1, 4} {
+		db := openTest(t, dir, &Options{RecoveryWorkers: workers, Now: clk.Now, ExpiryPeriod: -1, MergeInterval: -1, ReadOnly: true})
+		got := contents(t, db)
+		st := db.Stats()
+		if ref == nil {
+			ref, refStats = got, st
+			if len(got) != 32000 {
+				t.Fatalf("%d keys", len(got))
+			}
+		} else {
+			if !maps.Equal(got, ref) {
+				t.Fatalf("%d workers: %d keys differ from one worker's %d", workers, len(got), len(ref))
+			}
+			if st.LiveBytes != refStats.LiveBytes || st.ExpiringKeys != refStats.ExpiringKeys || st.Keys != refStats.Keys {
+				t.Fatalf("%d workers: stats %+v, one worker %+v", workers, st, refStats)
+			}
+		}
+		db.Close()
 	}
 }

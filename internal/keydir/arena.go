@@ -1,6 +1,9 @@
 package keydir
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sync"
+)
 
 // The arena holds every key's bytes (and, for keys with a TTL, the expiry
 // right after them) in large, append-only chunks, so the tree's items carry
@@ -28,48 +31,65 @@ const (
 )
 
 type arena struct {
+	mu    sync.Mutex                    // guards chunk creation
 	table [tableSize]*[tableSize][]byte // chunk number -> chunk; entries written once
-	cur   []byte                        // the chunk being filled
-	num   uint32                        // its number
-	used  int                           // bytes used in cur
+	next  uint32                        // next chunk number
 	live  int64                         // bytes referenced by the tree that owns the arena
 	dead  int64                         // bytes no longer referenced by it
 }
 
-func newArena() *arena { return &arena{num: ^uint32(0)} }
+// allocator fills chunks of an arena for one writer; bulk loading uses one
+// per goroutine.
+type allocator struct {
+	a    *arena
+	cur  []byte // the chunk being filled
+	num  uint32 // its number
+	used int    // bytes used in cur
+	live int64  // bytes allocated
+}
+
+func newArena() *arena { return &arena{} }
 
 func (a *arena) chunk(n uint32) []byte {
 	return a.table[n>>tableBits][n&(tableSize-1)]
 }
 
-// alloc reserves n bytes and returns the chunk number, offset and the bytes.
-func (a *arena) alloc(n int) (uint32, int, []byte) {
-	if a.cur == nil || a.used+n > len(a.cur) {
-		size := firstChunk
-		if a.cur != nil {
-			size = min(2*len(a.cur), maxChunk)
-		}
-		size = max(size, n)
-		a.num++
-		if a.num >= maxChunkNums {
-			panic("keydir: arena exhausted")
-		}
-		hi := a.num >> tableBits
-		if a.table[hi] == nil {
-			a.table[hi] = new([tableSize][]byte)
-		}
-		a.cur = make([]byte, size)
-		a.table[hi][a.num&(tableSize-1)] = a.cur
-		a.used = 0
+// newChunk adds a chunk of size bytes to the arena.
+func (a *arena) newChunk(size int) (uint32, []byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := a.next
+	if n >= maxChunkNums {
+		panic("keydir: arena exhausted")
 	}
-	off := a.used
-	a.used += n
-	a.live += int64(n)
-	return a.num, off, a.cur[off : off+n : off+n]
+	a.next++
+	hi := n >> tableBits
+	if a.table[hi] == nil {
+		a.table[hi] = new([tableSize][]byte)
+	}
+	c := make([]byte, size)
+	a.table[hi][n&(tableSize-1)] = c
+	return n, c
+}
+
+// alloc reserves n bytes and returns the chunk number, offset and the bytes.
+func (al *allocator) alloc(n int) (uint32, int, []byte) {
+	if al.cur == nil || al.used+n > len(al.cur) {
+		size := firstChunk
+		if al.cur != nil {
+			size = min(2*len(al.cur), maxChunk)
+		}
+		al.num, al.cur = al.a.newChunk(max(size, n))
+		al.used = 0
+	}
+	off := al.used
+	al.used += n
+	al.live += int64(n)
+	return al.num, off, al.cur[off : off+n : off+n]
 }
 
 // put stores key (and expiry, if hasExpiry) and returns its reference.
-func (a *arena) put(key []byte, hasExpiry bool, expiry int64) uint64 {
+func (al *allocator) put(key []byte, hasExpiry bool, expiry int64) uint64 {
 	n := len(key)
 	extra := 0
 	if n >= longKey {
@@ -78,7 +98,7 @@ func (a *arena) put(key []byte, hasExpiry bool, expiry int64) uint64 {
 	if hasExpiry {
 		n += expirySize
 	}
-	num, off, b := a.alloc(n + extra)
+	num, off, b := al.alloc(n + extra)
 	klen := uint64(len(key))
 	if extra > 0 {
 		binary.LittleEndian.PutUint32(b, uint32(len(key)))

@@ -138,16 +138,32 @@ func (it *Iter) Entry() Entry {
 func (it *Iter) Release() { it.stack = nil }
 
 // Loader bulk-builds a tree from keys in strictly ascending order, filling
-// every node. Use it to rebuild the directory at open.
+// every node. Use it to rebuild the directory at open. Several loaders
+// (NewLoaders) can build disjoint, consecutive key ranges of one tree in
+// parallel.
 type Loader struct {
 	t      *Tree
+	al     *allocator
 	leaves []*node
 	last   []byte
+	count  int
 }
 
 // NewLoader starts a bulk load into an empty tree that shares nothing with
 // any other. Set the file bases on Tree() before adding entries.
-func NewLoader() *Loader { return &Loader{t: New()} }
+func NewLoader() *Loader { return NewLoaders(1)[0] }
+
+// NewLoaders returns n loaders building one tree: loader i takes keys that
+// all sort after those of loader i-1. Each loader is used by one goroutine;
+// FinishAll joins them. Set the file bases on Tree() first.
+func NewLoaders(n int) []*Loader {
+	t := New()
+	ls := make([]*Loader, n)
+	for i := range ls {
+		ls[i] = &Loader{t: t, al: &allocator{a: t.ar}}
+	}
+	return ls
+}
 
 // Tree returns the tree being built (complete only after Finish).
 func (l *Loader) Tree() *Tree { return l.t }
@@ -166,16 +182,27 @@ func (l *Loader) Add(key []byte, e Entry) {
 		l.leaves = append(l.leaves, cur)
 	}
 	it := &cur.items[cur.n]
-	it.kref = l.t.ar.put(key, e.Expiry != 0, e.Expiry)
+	it.kref = l.al.put(key, e.Expiry != 0, e.Expiry)
 	l.t.pack(it, e)
 	cur.n++
-	l.t.count++
+	l.count++
 	l.last = l.t.keyOf(it.kref)
 }
 
 // Finish builds the inner levels and returns the tree.
-func (l *Loader) Finish() *Tree {
-	level := l.leaves
+func (l *Loader) Finish() *Tree { return FinishAll([]*Loader{l}) }
+
+// FinishAll joins the leaves of loaders made by NewLoaders, in order, and
+// builds the inner levels above them.
+func FinishAll(ls []*Loader) *Tree {
+	t := ls[0].t
+	var level []*node
+	for _, l := range ls {
+		level = append(level, l.leaves...)
+		t.count += l.count
+		t.al.live += l.al.live
+		l.leaves = nil
+	}
 	firsts := make([]uint64, len(level)) // least key under each node
 	for i, n := range level {
 		firsts[i] = n.items[0].kref
@@ -186,7 +213,7 @@ func (l *Loader) Finish() *Tree {
 		nextFirsts := make([]uint64, 0, groups)
 		for g := range groups {
 			lo, hi := g*len(level)/groups, (g+1)*len(level)/groups
-			p := l.t.newInner()
+			p := t.newInner()
 			p.n = copy(p.kids, level[lo:hi])
 			copy(p.keys, firsts[lo+1:hi])
 			next = append(next, p)
@@ -195,8 +222,7 @@ func (l *Loader) Finish() *Tree {
 		level, firsts = next, nextFirsts
 	}
 	if len(level) == 1 {
-		l.t.root = level[0]
+		t.root = level[0]
 	}
-	l.leaves = nil
-	return l.t
+	return t
 }

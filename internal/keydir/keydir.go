@@ -95,13 +95,15 @@ type Tree struct {
 	gen      uint64
 	count    int
 	ar       *arena
+	al       *allocator // the writer's; clones share it but never allocate
 	bases    *fileBases
 	readOnly bool
 }
 
 // New returns an empty Tree.
 func New() *Tree {
-	return &Tree{gen: generations.Add(1), ar: newArena(), bases: new(fileBases)}
+	a := newArena()
+	return &Tree{gen: generations.Add(1), ar: a, al: &allocator{a: a}, bases: new(fileBases)}
 }
 
 // SetFileBase sets the version that entries of file id are stored relative
@@ -129,7 +131,7 @@ func (t *Tree) Len() int { return t.count }
 
 // ArenaBytes reports the key bytes the arena holds for live keys and the
 // bytes that deletions and rewrites left unreferenced (reclaimed by Compact).
-func (t *Tree) ArenaBytes() (live, dead int64) { return t.ar.live - t.ar.dead, t.ar.dead }
+func (t *Tree) ArenaBytes() (live, dead int64) { return t.al.live - t.ar.dead, t.ar.dead }
 
 // Clone returns an O(1) read-only copy-on-write snapshot.
 func (t *Tree) Clone() *Tree {
@@ -274,7 +276,7 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 			if e.Expiry != 0 {
 				// The old expiry may be read by clones: write a new key copy.
 				t.ar.dead += refSize(it.kref, len(key), old.Expiry != 0)
-				it.kref = t.ar.put(key, true, e.Expiry)
+				it.kref = t.al.put(key, true, e.Expiry)
 			}
 			// Without an expiry, the old reference (with or without an
 			// expiry slot) still names the key.
@@ -282,7 +284,7 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 			return old, true, nil, 0
 		}
 		var it item
-		it.kref = t.ar.put(key, e.Expiry != 0, e.Expiry)
+		it.kref = t.al.put(key, e.Expiry != 0, e.Expiry)
 		t.pack(&it, e)
 		if n.n < maxItems {
 			copy(n.items[i+1:n.n+1], n.items[i:n.n])

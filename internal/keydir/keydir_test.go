@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -225,4 +226,33 @@ func BenchmarkGet(b *testing.B) {
 			b.Fatal("missing")
 		}
 	}
+}
+
+// Loaders filling consecutive key ranges from several goroutines build one
+// correct tree.
+func TestParallelLoaders(t *testing.T) {
+	const parts, per = 4, 20000
+	ls := NewLoaders(parts)
+	ls[0].Tree().SetFileBase(1, 0)
+	m := map[string]Entry{}
+	for p := range parts {
+		for i := range per {
+			m[fmt.Sprintf("%d-%06d", p, i)] = Entry{FileID: 1, Version: uint64(i), ValLen: uint32(p)}
+		}
+	}
+	var wg sync.WaitGroup
+	for p, l := range ls {
+		wg.Go(func() {
+			for i := range per {
+				l.Add(fmt.Appendf(nil, "%d-%06d", p, i), Entry{FileID: 1, Version: uint64(i), ValLen: uint32(p)})
+			}
+		})
+	}
+	wg.Wait()
+	tr := FinishAll(ls)
+	check(t, tr, m, "parallel load")
+	if live, _ := tr.ArenaBytes(); live != parts*per*8 {
+		t.Fatalf("arena live bytes %d", live)
+	}
+	tr.Set([]byte("x"), Entry{FileID: 1})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sort"
 
 	"github.com/caskade/caskade/internal/record"
 	"github.com/caskade/caskade/vfs"
@@ -147,7 +148,18 @@ type HintInfo struct {
 	Entries    int
 	MinVersion uint64
 	MaxVersion uint64
+	// Marks index every markEvery-th entry, so a cursor can start near a
+	// key (NewHintCursorAt) and recovery can split the key space.
+	Marks []HintMark
 }
+
+// HintMark is the key and offset of one hint entry.
+type HintMark struct {
+	Key []byte // aliases the hint file's buffer
+	Off int
+}
+
+const markEvery = 256
 
 // BuildHints returns the contents of the hint file for a data file of
 // dataSize bytes whose committed records are hints, in file order: one
@@ -211,6 +223,9 @@ func ReadHints(b []byte, dataSize int64, lim record.Limits) (HintInfo, error) {
 		if h.Offset+record.HeaderSize+int64(len(h.Key))+int64(h.ValLen) > dataSize {
 			return info, fmt.Errorf("%w: hint points past the end of the data file", record.ErrCorrupt)
 		}
+		if info.Entries%markEvery == 0 {
+			info.Marks = append(info.Marks, HintMark{Key: h.Key, Off: off - n})
+		}
 		if info.Entries == 0 || h.Version < info.MinVersion {
 			info.MinVersion = h.Version
 		}
@@ -234,6 +249,19 @@ type HintCursor struct {
 func NewHintCursor(b []byte) *HintCursor {
 	c := &HintCursor{b: b, off: record.FileHeaderSize}
 	c.Next()
+	return c
+}
+
+// NewHintCursorAt returns a cursor on the first entry with a key >= key
+// of the validated hint file b, whose marks are given.
+func NewHintCursorAt(b []byte, marks []HintMark, key []byte) *HintCursor {
+	i := sort.Search(len(marks), func(i int) bool { return bytes.Compare(marks[i].Key, key) > 0 })
+	c := &HintCursor{b: b, off: record.FileHeaderSize}
+	if i > 0 {
+		c.off = marks[i-1].Off
+	}
+	for c.Next(); c.ok && bytes.Compare(c.cur.Key, key) < 0; c.Next() {
+	}
 	return c
 }
 

@@ -2,6 +2,7 @@ package segment
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -74,6 +75,35 @@ func TestHints(t *testing.T) {
 		c[i] ^= 0x10
 		if _, err := ReadHints(c, off, record.Limits{}); err == nil {
 			t.Fatalf("damage at %d accepted", i)
+		}
+	}
+}
+
+func TestHintCursorAt(t *testing.T) {
+	var hints []record.Hint
+	for i := range 3000 {
+		hints = append(hints, record.Hint{Kind: record.KindPut, Version: 1, Offset: record.FileHeaderSize, Key: fmt.Appendf(nil, "k%05d", i*2)})
+	}
+	b := BuildHints(hints, 1<<20)
+	info, err := ReadHints(b, 1<<20, record.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, probe := range []int{-1, 0, 1, 511, 512, 513, 2999, 5997, 5998, 5999, 7000} {
+		c := NewHintCursorAt(b, info.Marks, fmt.Appendf(nil, "k%05d", probe))
+		want := probe + probe%2
+		if probe < 0 {
+			c = NewHintCursorAt(b, info.Marks, nil)
+			want = 0
+		}
+		if want > 5998 {
+			if c.Valid() {
+				t.Fatalf("seek %d found %q", probe, c.Hint().Key)
+			}
+			continue
+		}
+		if !c.Valid() || string(c.Hint().Key) != fmt.Sprintf("k%05d", want) {
+			t.Fatalf("seek %d: valid %v", probe, c.Valid())
 		}
 	}
 }
