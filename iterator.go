@@ -30,6 +30,7 @@ type Iterator struct {
 	key       []byte
 	entry     keydir.Entry
 	val       []byte
+	buf       []byte // reused for values
 	flags     uint32
 	valLoaded bool
 	err       error
@@ -174,15 +175,27 @@ func (i *Iterator) Info() KeyInfo {
 	return info
 }
 
-// Value returns the current value, reading it from disk on first use. On a
+// Value returns the current value, reading it from disk on first use. The
+// slice is the iterator's and valid until it moves; copy it to keep it. On a
 // read error it returns nil and Err reports the error.
 func (i *Iterator) Value() []byte {
 	if !i.valid {
 		return nil
 	}
 	if !i.valLoaded {
-		i.val, i.flags, i.err = i.v.db.readValue(i.v.files, i.key, i.entry)
 		i.valLoaded = true
+		// The view's file set keeps the file open while the iterator
+		// lives, so no per-read reference is needed; the value goes into
+		// a buffer the iterator reuses.
+		f := i.v.files.files[i.entry.FileID]
+		if f == nil {
+			i.val, i.err = nil, i.v.db.fileGone(i.entry.FileID)
+			return nil
+		}
+		i.val, i.flags, i.err = i.v.db.readFrom(f, i.key, i.entry, &i.buf)
+		if i.err != nil {
+			i.val = nil
+		}
 	}
 	return i.val
 }

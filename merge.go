@@ -87,6 +87,7 @@ type merger struct {
 	outputs []*segment.File // installed
 	limiter rateLimiter
 	expired []move            // keys expired in the inputs at the merge's instant
+	scratch []byte            // reused to read records
 	maxVers map[uint32]uint64 // newest version in each input
 }
 
@@ -161,7 +162,7 @@ func (m *merger) run() error {
 			db.mu.Unlock()
 		}
 		key := it.Key()
-		r, err := f.ReadRecord(e.Offset, uint32(len(key)), e.ValLen, db.lim)
+		r, err := f.ReadRecord(e.Offset, uint32(len(key)), e.ValLen, db.lim, &m.scratch)
 		if err != nil {
 			return corruption(err)
 		}

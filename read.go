@@ -75,7 +75,7 @@ func (db *DB) Lookup(key []byte) ([]byte, KeyInfo, error) {
 	if f == nil {
 		return nil, KeyInfo{}, db.fileGone(e.FileID)
 	}
-	v, flags, err := db.readFrom(f, key, e)
+	v, flags, err := db.readFrom(f, key, e, nil)
 	if err != nil {
 		return nil, KeyInfo{}, err
 	}
@@ -121,14 +121,14 @@ func (db *DB) readValue(set *fileSet, key []byte, e keydir.Entry) ([]byte, uint3
 		return nil, 0, db.fileGone(e.FileID)
 	}
 	defer f.Release()
-	return db.readFrom(f, key, e)
+	return db.readFrom(f, key, e, nil)
 }
 
 // readFrom reads the record e points to from f, on which the caller holds a
 // reference, checks it against the key directory, and returns its value and
 // flags.
-func (db *DB) readFrom(f *segment.File, key []byte, e keydir.Entry) ([]byte, uint32, error) {
-	r, err := f.ReadRecord(e.Offset, uint32(len(key)), e.ValLen, db.lim)
+func (db *DB) readFrom(f *segment.File, key []byte, e keydir.Entry, scratch *[]byte) ([]byte, uint32, error) {
+	r, err := f.ReadRecord(e.Offset, uint32(len(key)), e.ValLen, db.lim, scratch)
 	if err == nil && (!bytes.Equal(r.Key, key) || r.Version != e.Version) {
 		err = &segment.CorruptError{Path: f.Path, Offset: e.Offset,
 			Err: fmt.Errorf("%w: record does not match the key directory", record.ErrCorrupt)}

@@ -294,11 +294,13 @@ func (f *File) Truncate(size int64) error {
 func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, off) }
 
 // ReadRecord reads and verifies the record at off whose key and value
-// lengths the caller knows. The returned record's Key and Value alias a new
-// buffer owned by the caller. Damage is reported as a *CorruptError.
+// lengths the caller knows. The returned record's Key and Value alias
+// *scratch (grown as needed) when scratch is not nil, and a new buffer
+// otherwise; either way the caller owns them. Damage is reported as a
+// *CorruptError.
 //
 // The caller must hold a reference (Acquire) for the duration of the call.
-func (f *File) ReadRecord(off int64, klen, vlen uint32, lim record.Limits) (record.Record, error) {
+func (f *File) ReadRecord(off int64, klen, vlen uint32, lim record.Limits, scratch *[]byte) (record.Record, error) {
 	n := int64(record.HeaderSize) + int64(klen) + int64(vlen)
 	if end := off + n; f.m != nil && off >= 0 && end <= int64(len(f.m)) && end <= f.size.Load() {
 		r, err := record.Decode(f.m[off:end], lim)
@@ -309,13 +311,13 @@ func (f *File) ReadRecord(off int64, klen, vlen uint32, lim record.Limits) (reco
 			return record.Record{}, &CorruptError{Path: f.Path, Offset: off, Err: err}
 		}
 		// Copy out of the mapping: the caller owns what it gets.
-		buf := make([]byte, klen+vlen)
+		buf := grow(scratch, int(klen+vlen))
 		copy(buf, r.Key)
 		copy(buf[klen:], r.Value)
 		r.Key, r.Value = buf[:klen:klen], buf[klen:]
 		return r, nil
 	}
-	buf := make([]byte, n)
+	buf := grow(scratch, int(n))
 	if _, err := f.f.ReadAt(buf, off); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
@@ -330,6 +332,18 @@ func (f *File) ReadRecord(off int64, klen, vlen uint32, lim record.Limits) (reco
 		return record.Record{}, &CorruptError{Path: f.Path, Offset: off, Err: err}
 	}
 	return r, nil
+}
+
+// grow returns *scratch resized to n bytes, growing (and keeping) it if
+// it is too small; a nil scratch means a new slice.
+func grow(scratch *[]byte, n int) []byte {
+	if scratch == nil {
+		return make([]byte, n)
+	}
+	if cap(*scratch) < n {
+		*scratch = make([]byte, n, n+n/4)
+	}
+	return (*scratch)[:n]
 }
 
 // Close drops the opener's reference; the file closes when no read holds
