@@ -314,6 +314,13 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 		return old, false, right, right.items[0].kref
 	}
 	ci := t.searchInner(n, key)
+	if c := n.kids[ci]; c.leaf() && c.n == maxItems {
+		// A full leaf gives items to a sibling with room rather than
+		// split, so random inserts leave leaves fuller (as a B*-tree).
+		if t.shiftToSibling(n, ci) {
+			ci = t.searchInner(n, key)
+		}
+	}
 	child := t.mut(n.kids[ci])
 	n.kids[ci] = child
 	old, replaced, r, s := t.insert(child, key, e)
@@ -347,6 +354,36 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 	clear(n.kids[n.n:])
 	copy(n.keys, keys[:leftN-1])
 	return old, replaced, right, keys[leftN-1]
+}
+
+// shiftToSibling moves items of the full leaf kids[ci] of the mutable
+// inner node n into its left or right sibling, if one has room for several,
+// and fixes the separator between them. It reports whether it moved any.
+func (t *Tree) shiftToSibling(n *node, ci int) bool {
+	const room = 4 // not worth it for fewer
+	switch {
+	case ci > 0 && n.kids[ci-1].n <= maxItems-room:
+		left, child := t.mut(n.kids[ci-1]), t.mut(n.kids[ci])
+		n.kids[ci-1], n.kids[ci] = left, child
+		k := (maxItems - left.n + 1) / 2
+		copy(left.items[left.n:], child.items[:k])
+		left.n += k
+		copy(child.items, child.items[k:child.n])
+		child.n -= k
+		n.keys[ci-1] = child.items[0].kref
+		return true
+	case ci+1 < n.n && n.kids[ci+1].n <= maxItems-room:
+		right, child := t.mut(n.kids[ci+1]), t.mut(n.kids[ci])
+		n.kids[ci+1], n.kids[ci] = right, child
+		k := (maxItems - right.n + 1) / 2
+		copy(right.items[k:], right.items[:right.n])
+		copy(right.items, child.items[child.n-k:child.n])
+		right.n += k
+		child.n -= k
+		n.keys[ci] = right.items[0].kref
+		return true
+	}
+	return false
 }
 
 // Delete removes key and returns the entry it had.
