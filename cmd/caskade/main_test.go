@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caskade/caskade"
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// running is a serve command running in-process.
+type running struct {
+	addr   string
+	cancel context.CancelFunc
+	done   chan error
+	log    *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// start runs "caskade serve args..." and waits until it listens, or
+// returns the error it stopped with.
+func start(t *testing.T, args ...string) (*running, error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{cancel: cancel, done: make(chan error, 1), log: &syncBuffer{}}
+	ready := make(chan []net.Addr, 1)
+	root := newRootCmd(&hooks{ready: func(a []net.Addr) { ready <- a }, logOut: r.log})
+	root.SetArgs(append([]string{"serve"}, args...))
+	go func() { r.done <- root.ExecuteContext(ctx) }()
+	select {
+	case addrs := <-ready:
+		r.addr = addrs[0].String()
+		t.Cleanup(func() { r.stop(t) })
+		return r, nil
+	case err := <-r.done:
+		cancel()
+		return nil, err
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("serve did not start")
+	}
+	return nil, nil
+}
+
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	r.cancel = nil
+	if err := <-r.done; err != nil {
+		t.Fatalf("serve returned %v\nlog:\n%s", err, r.log.String())
+	}
+}
+
+func TestServeFlagEnvFilePrecedence(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "caskade.conf")
+	os.WriteFile(conf, []byte(strings.Join([]string{
+		"# settings",
+		"dir " + filepath.Join(dir, "data"),
+		"redis-addr 127.0.0.1:0",
+		"databases 5",
+		"maxclients 7",
+		"timeout 3",
+		`requirepass ""`,
+		"sync always",
+		"",
+	}, "\n")), 0o644)
+	t.Setenv("CASKADE_CONFIG", conf)
+	t.Setenv("CASKADE_DATABASES", "6")
+	t.Setenv("CASKADE_MAXCLIENTS", "8")
+	r, err := start(t, "--maxclients", "9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.addr})
+	defer rdb.Close()
+	cfg, err := rdb.ConfigGet(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{
+		"maxclients":  "9", // flag over environment
+		"databases":   "6", // environment over file
+		"timeout":     "3", // file over default
+		"appendfsync": "always",
+		"dir":         filepath.Join(dir, "data"),
+	} {
+		if cfg[k] != want {
+			t.Errorf("%s = %q, want %q", k, cfg[k], want)
+		}
+	}
+	if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A second server on the same directory fails with a clear reason.
+	_, err = start(t, "--redis-addr", "127.0.0.1:0")
+	if err == nil || !strings.Contains(err.Error(), "in use by another caskade process") {
+		t.Fatalf("second server: %v", err)
+	}
+	r.stop(t)
+	// The acknowledged write is in the directory after the shutdown.
+	db, err := caskade.Open(filepath.Join(dir, "data"), &caskade.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, err := db.Get([]byte("k")); err != nil || string(v) != "v" {
+		t.Fatalf("after shutdown: %q %v", v, err)
+	}
+}
+
+func TestServeErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sync", "sometimes"}, `--sync "sometimes"`},
+		{[]string{"--databases", "300"}, "--databases 300"},
+		{[]string{"--redis-addr", "", "--redis-socket", ""}, "nothing to serve"},
+		{[]string{"--tls-addr", "127.0.0.1:0"}, "--tls-addr needs --tls-cert and --tls-key"},
+		{[]string{"--redis-addr", "256.0.0.1:1"}, "--redis-addr"},
+		{[]string{"--config", filepath.Join(dir, "missing.conf")}, "config file"},
+		{[]string{"--bogus"}, "unknown flag"},
+	} {
+		_, err := start(t, append([]string{"--dir", filepath.Join(dir, "d")}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("serve %v: %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+	bad := filepath.Join(dir, "bad.conf")
+	os.WriteFile(bad, []byte("nosuchsetting 1\n"), 0o644)
+	_, err := start(t, "--dir", filepath.Join(dir, "d"), "--config", bad)
+	if err == nil || !strings.Contains(err.Error(), `unknown setting "nosuchsetting"`) {
+		t.Fatalf("bad config: %v", err)
+	}
+}
+
+func TestServeUnixSocketAndDefaults(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "r.sock")
+	r, err := start(t, "--dir", filepath.Join(dir, "d"), "--redis-addr", "", "--redis-socket", sock, "--http-addr", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := goredis.NewClient(&goredis.Options{Network: "unix", Addr: sock})
+	defer rdb.Close()
+	if v, err := rdb.Ping(context.Background()).Result(); err != nil || v != "PONG" {
+		t.Fatalf("PING over the socket: %q %v", v, err)
+	}
+	if !strings.Contains(r.log.String(), "not served yet") {
+		t.Fatalf("no notice about --http-addr in the log:\n%s", r.log.String())
+	}
+	// SHUTDOWN stops the command gracefully.
+	rdb.Shutdown(context.Background())
+	select {
+	case err := <-r.done:
+		r.cancel()
+		r.cancel = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("SHUTDOWN did not stop the server")
+	}
+	// The documented defaults.
+	f := newServeCmd(&hooks{}).Flags()
+	for name, want := range map[string]string{"dir": "./caskade-data", "sync": "everysec",
+		"redis-addr": "127.0.0.1:6379", "maxclients": "10000", "timeout": "0", "databases": "16"} {
+		if got := f.Lookup(name).DefValue; got != want {
+			t.Errorf("--%s default %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	root := newRootCmd(nil)
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"version"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "caskade ") {
+		t.Fatalf("version output %q", out.String())
+	}
+	if envName("redis-addr") != "CASKADE_REDIS_ADDR" {
+		t.Fatal(envName("redis-addr"))
+	}
+}

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/redis"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// version is caskade's version; release builds set it with
+// -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// hooks let tests observe a running server.
+type hooks struct {
+	// ready is called with the addresses being served once every listener
+	// is open.
+	ready func(addrs []net.Addr)
+	// logOut receives the log (default os.Stderr).
+	logOut io.Writer
+}
+
+// serveConfig holds the serve flags.
+type serveConfig struct {
+	config          string
+	dir             string
+	sync            string
+	redisAddr       string
+	redisSocket     string
+	requirepass     string
+	maxclients      int
+	timeout         int
+	databases       int
+	tlsCert         string
+	tlsKey          string
+	tlsAddr         string
+	memcacheAddr    string
+	memcacheUDPAddr string
+	httpAddr        string
+}
+
+func newRootCmd(h *hooks) *cobra.Command {
+	if h == nil {
+		h = &hooks{}
+	}
+	root := &cobra.Command{
+		Use:           "caskade",
+		Short:         "caskade is a durable, ordered key-value database",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newServeCmd(h), newVersionCmd())
+	return root
+}
+
+func versionString() string {
+	v := version
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	return v
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintf(cmd.OutOrStdout(), "caskade %s (Redis protocol %s, %s %s/%s)\n",
+				versionString(), redis.RedisVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			return nil
+		},
+	}
+}
+
+func newServeCmd(h *hooks) *cobra.Command {
+	var cfg serveConfig
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the database over the Redis protocol",
+		Long: `Serve opens the database in --dir and serves it over the Redis protocol
+(RESP2 and RESP3) on TCP, a unix socket and TLS. SIGINT and SIGTERM stop it
+gracefully: listeners close, commands in flight finish, the data is synced
+and the database closed.
+
+Every flag can also be given as an environment variable CASKADE_<FLAG>
+(CASKADE_REDIS_ADDR for --redis-addr) or as a "name value" line in the
+--config file; flags win over the environment, the environment over the file.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := applyEnvAndFile(c.Flags()); err != nil {
+				return err
+			}
+			return runServe(c.Context(), &cfg, h)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.config, "config", "", "read settings from this file (\"name value\" lines)")
+	f.StringVar(&cfg.dir, "dir", "./caskade-data", "data directory")
+	f.StringVar(&cfg.sync, "sync", "everysec", "durability: always (fsync before replying), everysec or none")
+	f.StringVar(&cfg.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis protocol TCP address (empty disables)")
+	f.StringVar(&cfg.redisSocket, "redis-socket", "", "Redis protocol unix socket path (empty disables)")
+	f.StringVar(&cfg.requirepass, "requirepass", "", "password clients must give with AUTH or HELLO (empty: none, loopback clients only)")
+	f.IntVar(&cfg.maxclients, "maxclients", redis.DefaultMaxClients, "maximum number of connected clients")
+	f.IntVar(&cfg.timeout, "timeout", 0, "close connections idle for this many seconds (0: never)")
+	f.IntVar(&cfg.databases, "databases", redis.DefaultDatabases, "number of databases (SELECT 0..N-1), at most 256")
+	f.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate file (PEM) for --tls-addr")
+	f.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key file (PEM) for --tls-addr")
+	f.StringVar(&cfg.tlsAddr, "tls-addr", "", "Redis protocol over TLS address (empty disables)")
+	f.StringVar(&cfg.memcacheAddr, "memcache-addr", "", "memcached protocol TCP address (served from the next release)")
+	f.StringVar(&cfg.memcacheUDPAddr, "memcache-udp-addr", "", "memcached protocol UDP address (served from the next release)")
+	f.StringVar(&cfg.httpAddr, "http-addr", "", "HTTP API address (served from the next release)")
+	return cmd
+}
+
+// envName returns the environment variable of a flag.
+func envName(flag string) string {
+	return "CASKADE_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// applyEnvAndFile sets every flag not given on the command line from the
+// environment, or else from the config file.
+func applyEnvAndFile(fs *pflag.FlagSet) error {
+	var fileVals map[string]string
+	cf := fs.Lookup("config")
+	if !cf.Changed {
+		if v, ok := os.LookupEnv(envName("config")); ok {
+			if err := cf.Value.Set(v); err != nil {
+				return err
+			}
+		}
+	}
+	if path := cf.Value.String(); path != "" {
+		var err error
+		if fileVals, err = readConfigFile(path, fs); err != nil {
+			return err
+		}
+	}
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed || f.Name == "config" {
+			return
+		}
+		if v, ok := os.LookupEnv(envName(f.Name)); ok {
+			if e := f.Value.Set(v); e != nil {
+				err = fmt.Errorf("environment %s=%q: %v", envName(f.Name), v, e)
+			}
+			return
+		}
+		if v, ok := fileVals[f.Name]; ok {
+			if e := f.Value.Set(v); e != nil {
+				err = fmt.Errorf("config file: %s %q: %v", f.Name, v, e)
+			}
+		}
+	})
+	return err
+}
+
+// readConfigFile reads "name value" lines.
+func readConfigFile(path string, fs *pflag.FlagSet) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	defer f.Close()
+	vals := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name, val, _ := strings.Cut(line, " ")
+		if i := strings.IndexAny(line, " \t"); i >= 0 {
+			name, val = line[:i], line[i+1:]
+		}
+		name = strings.TrimPrefix(strings.ToLower(name), "--")
+		val = strings.TrimSpace(val)
+		if len(val) >= 2 && val[0] == '"' && val[len(val)-1] == '"' {
+			uq, err := strconv.Unquote(val)
+			if err != nil {
+				return nil, fmt.Errorf("config file %s:%d: bad quoted value %s", path, n, val)
+			}
+			val = uq
+		}
+		if name == "config" || fs.Lookup(name) == nil {
+			return nil, fmt.Errorf("config file %s:%d: unknown setting %q", path, n, name)
+		}
+		vals[name] = val
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	return vals, nil
+}
+
+func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
+	logOut := h.logOut
+	if logOut == nil {
+		logOut = os.Stderr
+	}
+	log := slog.New(slog.NewTextHandler(logOut, nil))
+	policy, err := caskade.ParseSyncPolicy(cfg.sync)
+	if err != nil {
+		return fmt.Errorf("--sync %q: want always, everysec or none", cfg.sync)
+	}
+	switch {
+	case cfg.databases < 1 || cfg.databases > redis.MaxDatabases:
+		return fmt.Errorf("--databases %d: want 1 to %d", cfg.databases, redis.MaxDatabases)
+	case cfg.maxclients < 1:
+		return fmt.Errorf("--maxclients %d: want at least 1", cfg.maxclients)
+	case cfg.timeout < 0:
+		return fmt.Errorf("--timeout %d: want 0 or more seconds", cfg.timeout)
+	case cfg.tlsAddr != "" && (cfg.tlsCert == "" || cfg.tlsKey == ""):
+		return errors.New("--tls-addr needs --tls-cert and --tls-key")
+	case cfg.redisAddr == "" && cfg.redisSocket == "" && cfg.tlsAddr == "":
+		return errors.New("nothing to serve: --redis-addr, --redis-socket and --tls-addr are all empty")
+	}
+
+	db, err := caskade.Open(cfg.dir, &caskade.Options{Sync: policy, Logger: log})
+	if err != nil {
+		if errors.Is(err, caskade.ErrLocked) {
+			return fmt.Errorf("data directory %s is in use by another caskade process", cfg.dir)
+		}
+		return fmt.Errorf("open %s: %w", cfg.dir, err)
+	}
+	closeDB := func() error {
+		err := db.Sync()
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+
+	stopped, shutdown := context.WithCancel(ctx)
+	defer shutdown()
+	srv := &redis.Server{
+		DB:           db,
+		Password:     cfg.requirepass,
+		MaxClients:   cfg.maxclients,
+		IdleTimeout:  time.Duration(cfg.timeout) * time.Second,
+		Databases:    cfg.databases,
+		Sync:         policy,
+		Version:      versionString(),
+		ConfigFile:   cfg.config,
+		BackupDir:    filepath.Join(cfg.dir, "backups"),
+		Logger:       log,
+		ShutdownFunc: shutdown,
+	}
+
+	var listeners []net.Listener
+	fail := func(err error) error {
+		for _, l := range listeners {
+			l.Close()
+		}
+		closeDB()
+		return err
+	}
+	if cfg.redisAddr != "" {
+		l, err := net.Listen("tcp", cfg.redisAddr)
+		if err != nil {
+			return fail(fmt.Errorf("--redis-addr: %w", err))
+		}
+		listeners = append(listeners, l)
+	}
+	if cfg.redisSocket != "" {
+		if fi, err := os.Lstat(cfg.redisSocket); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+			os.Remove(cfg.redisSocket) // a stale socket of an earlier run
+		}
+		l, err := net.Listen("unix", cfg.redisSocket)
+		if err != nil {
+			return fail(fmt.Errorf("--redis-socket: %w", err))
+		}
+		listeners = append(listeners, l)
+	}
+	if cfg.tlsAddr != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
+		if err != nil {
+			return fail(fmt.Errorf("--tls-cert/--tls-key: %w", err))
+		}
+		l, err := net.Listen("tcp", cfg.tlsAddr)
+		if err != nil {
+			return fail(fmt.Errorf("--tls-addr: %w", err))
+		}
+		listeners = append(listeners, tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
+	}
+	for flag, v := range map[string]string{"memcache-addr": cfg.memcacheAddr, "memcache-udp-addr": cfg.memcacheUDPAddr, "http-addr": cfg.httpAddr} {
+		if v != "" {
+			log.Warn("caskade: this listener is not served yet; it arrives in the next release", "flag", "--"+flag, "addr", v)
+		}
+	}
+
+	errc := make(chan error, len(listeners))
+	var addrs []net.Addr
+	for _, l := range listeners {
+		addrs = append(addrs, l.Addr())
+		log.Info("caskade: serving the Redis protocol", "addr", l.Addr().String(), "network", l.Addr().Network())
+		go func(l net.Listener) { errc <- srv.Serve(l) }(l)
+	}
+	log.Info("caskade: started", "version", versionString(), "dir", cfg.dir, "sync", policy.String(),
+		"keys", db.Stats().Keys)
+	if h.ready != nil {
+		h.ready(addrs)
+	}
+
+	var serveErr error
+	select {
+	case <-stopped.Done():
+	case serveErr = <-errc:
+		if errors.Is(serveErr, redis.ErrServerClosed) {
+			serveErr = nil
+		}
+	}
+	log.Info("caskade: shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("caskade: connections still open at the shutdown deadline were closed", "err", err)
+	}
+	if cfg.redisSocket != "" {
+		os.Remove(cfg.redisSocket)
+	}
+	if err := closeDB(); err != nil {
+		return fmt.Errorf("close the database: %w", err)
+	}
+	log.Info("caskade: stopped")
+	if serveErr != nil {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	return nil
+}

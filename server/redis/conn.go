@@ -1,0 +1,674 @@
+package redis
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/resp"
+)
+
+// flushThreshold is the reply buffer size at which replies are written even
+// though more pipelined commands are waiting.
+const flushThreshold = 64 << 10
+
+// maxRetries bounds the retries of a command whose commit conflicted.
+const maxRetries = 100
+
+// client is one connection.
+type client struct {
+	s       *Server
+	nc      net.Conn
+	id      int64
+	rd      *resp.Reader
+	br      *bufio.Reader // rd's buffer, peeked to see whether a command is complete
+	args    [][]byte
+	lower   []byte
+	out     []byte
+	wmu     sync.Mutex // serialises writes to nc
+	st      store
+	keyIdx  []int
+	created time.Time
+	addr    string
+	laddr   string
+	unix    bool
+
+	// Connection state, owned by the client goroutine; fields read by other
+	// goroutines (CLIENT LIST) are under imu.
+	proto    int
+	db       int
+	authed   bool
+	multi    *multiState
+	watches  []watchRec
+	cur      *command // the command being executed
+	errored  bool     // the current command replied an error
+	closeNow bool     // close after writing the replies
+
+	imu      sync.Mutex
+	name     string
+	libName  string
+	libVer   string
+	lastCmd  string
+	noEvict  bool
+	noTouch  bool
+	lastSeen atomic.Int64 // Unix seconds of the last command
+
+	inf clientInfo // under imu
+
+	// Tracking (client-side caching) state; see tracking.go. Written by
+	// the client goroutine under the tracker's mutex.
+	trk trackState
+
+	// Pushes (invalidations, MONITOR lines) written by other goroutines.
+	pmu      sync.Mutex
+	pending  []byte
+	busy     bool // the client goroutine holds replies not yet written
+	pushWake chan struct{}
+	pusherOn atomic.Bool
+	monitor  atomic.Bool
+
+	// lifecycle
+	lmu      sync.Mutex
+	closing  bool
+	deadline bool // a read deadline is set
+	done     chan struct{}
+}
+
+func newClient(s *Server, nc net.Conn) *client {
+	c := &client{
+		inf:      clientInfo{proto: 2, multi: -1, redir: -1},
+		s:        s,
+		nc:       nc,
+		id:       s.nextID.Add(1),
+		proto:    2,
+		created:  time.Now(),
+		pushWake: make(chan struct{}, 1),
+		done:     make(chan struct{}),
+	}
+	c.lastSeen.Store(c.created.Unix())
+	if ua, ok := nc.LocalAddr().(*net.UnixAddr); ok {
+		c.unix = true
+		c.addr = ua.Name + ":0"
+		c.laddr = c.addr
+	} else {
+		c.addr = addrString(nc.RemoteAddr())
+		c.laddr = addrString(nc.LocalAddr())
+	}
+	s.cfg.mu.RLock()
+	c.authed = s.cfg.password == ""
+	s.cfg.mu.RUnlock()
+	c.br = bufio.NewReaderSize(countingReader{c}, resp.DefaultBufferSize)
+	c.rd = resp.NewReader(c.br, &resp.Options{Limits: c.limits()})
+	return c
+}
+
+type countingReader struct{ c *client }
+
+func (r countingReader) Read(p []byte) (int, error) {
+	n, err := r.c.nc.Read(p)
+	r.c.s.stats.netIn.Add(int64(n))
+	return n, err
+}
+
+// limits returns the reader limits for the client's state.
+func (c *client) limits() resp.Limits {
+	c.s.cfg.mu.RLock()
+	bulk := c.s.cfg.protoMaxBulkLen
+	c.s.cfg.mu.RUnlock()
+	return resp.Limits{MaxBulkLen: bulk, AuthRequired: !c.authed}
+}
+
+// interrupt makes an idle client stop: its next (or current) wait for a
+// command returns at once.
+func (c *client) interrupt() {
+	c.lmu.Lock()
+	c.closing = true
+	c.nc.SetReadDeadline(time.Unix(1, 0))
+	c.lmu.Unlock()
+}
+
+// readyToRead reports whether the client may wait for its next command,
+// arming the idle timeout.
+func (c *client) readyToRead() bool {
+	c.lmu.Lock()
+	defer c.lmu.Unlock()
+	if c.closing {
+		return false
+	}
+	idle := time.Duration(c.s.cfg.idleAtomic.Load())
+	if idle > 0 && !c.monitor.Load() {
+		c.nc.SetReadDeadline(time.Now().Add(idle))
+		c.deadline = true
+	} else if c.deadline {
+		c.nc.SetReadDeadline(time.Time{})
+		c.deadline = false
+	}
+	return true
+}
+
+func (c *client) serve() {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.panics.Add(1)
+			c.s.log.Error("redis: panic serving a client; connection closed",
+				"addr", c.addr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+		c.cleanup()
+	}()
+	for {
+		if !c.readyToRead() {
+			c.flush()
+			return
+		}
+		args, err := c.rd.ReadCommand(c.args)
+		if err != nil {
+			c.readFailed(err)
+			return
+		}
+		c.args = args
+		if c.pusherOn.Load() {
+			c.pmu.Lock()
+			c.busy = true
+			c.pmu.Unlock()
+		}
+		c.process(args)
+		if c.closeNow {
+			c.flush()
+			return
+		}
+		if len(c.out) >= flushThreshold || !c.commandBuffered() {
+			if !c.flush() {
+				return
+			}
+		}
+	}
+}
+
+// commandBuffered reports whether a complete command is already buffered,
+// so that reading it will not wait for the network. Replies are flushed
+// before any wait, and only then: a pipeline's replies go out together.
+func (c *client) commandBuffered() bool {
+	n := c.br.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := c.br.Peek(n)
+	return completeCommand(b)
+}
+
+// completeCommand reports whether b starts with a whole command (or with
+// something malformed, which reading will reject without waiting).
+func completeCommand(b []byte) bool {
+	if b[0] != '*' {
+		return bytes.IndexByte(b, '\n') >= 0
+	}
+	line := func(p int) (int64, int, bool) {
+		i := bytes.IndexByte(b[p:], '\r')
+		if i < 0 || p+i+1 >= len(b) {
+			return 0, 0, false
+		}
+		n, err := strconv.ParseInt(string(b[p+1:p+i]), 10, 64)
+		if err != nil {
+			return -1, p + i + 2, true
+		}
+		return n, p + i + 2, true
+	}
+	n, p, ok := line(0)
+	if !ok {
+		return false
+	}
+	if n <= 0 || n > 1<<20 {
+		return true
+	}
+	for range n {
+		if p >= len(b) {
+			return false
+		}
+		if b[p] != '$' {
+			return true
+		}
+		l, q, ok := line(p)
+		if !ok {
+			return false
+		}
+		if l < 0 {
+			return true
+		}
+		if l > int64(len(b)) {
+			return false
+		}
+		p = q + int(l) + 2
+		if p > len(b) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *client) readFailed(err error) {
+	var pe *resp.ProtocolError
+	switch {
+	case errors.As(err, &pe):
+		c.replyErr("ERR " + pe.Msg)
+		c.s.log.Info("redis: protocol error; closing the connection", "addr", c.addr, "err", pe.Msg)
+		c.flush()
+	case errors.Is(err, resp.ErrQueryTooBig):
+		c.s.log.Warn("redis: query buffer limit exceeded; closing the connection", "addr", c.addr)
+		c.flush()
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		c.flush()
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.flush()
+	default:
+		c.flush()
+	}
+}
+
+// flush writes the replies, then any pushes queued meanwhile. It reports
+// false if the connection failed.
+func (c *client) flush() bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	ok := true
+	if len(c.out) > 0 {
+		ok = c.write(c.out)
+		if cap(c.out) > 1<<20 {
+			c.out = nil
+		} else {
+			c.out = c.out[:0]
+		}
+	}
+	if c.pusherOn.Load() {
+		c.pmu.Lock()
+		p := c.pending
+		c.pending = nil
+		c.busy = false
+		c.pmu.Unlock()
+		if ok && len(p) > 0 {
+			ok = c.write(p)
+		}
+	}
+	return ok
+}
+
+// write writes p; the caller holds wmu.
+func (c *client) write(p []byte) bool {
+	c.nc.SetWriteDeadline(time.Now().Add(time.Minute))
+	n, err := c.nc.Write(p)
+	c.s.stats.netOut.Add(int64(n))
+	return err == nil
+}
+
+// push queues out-of-band data (a RESP3 push or a MONITOR line) to be
+// written at the next reply boundary. It never blocks on the network.
+func (c *client) push(p []byte) {
+	c.pmu.Lock()
+	if len(c.pending) > 64<<20 {
+		// The client does not read: drop it rather than grow forever.
+		c.pmu.Unlock()
+		c.nc.Close()
+		return
+	}
+	c.pending = append(c.pending, p...)
+	c.pmu.Unlock()
+	select {
+	case c.pushWake <- struct{}{}:
+	default:
+	}
+}
+
+// startPusher starts the goroutine that writes pushes while the client is
+// idle.
+func (c *client) startPusher() {
+	if !c.pusherOn.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		for {
+			select {
+			case <-c.done:
+				return
+			case <-c.pushWake:
+			}
+			c.pmu.Lock()
+			if c.busy || len(c.pending) == 0 {
+				// The client goroutine writes them after its replies.
+				c.pmu.Unlock()
+				continue
+			}
+			p := c.pending
+			c.pending = nil
+			c.pmu.Unlock()
+			c.wmu.Lock()
+			ok := c.write(p)
+			c.wmu.Unlock()
+			if !ok {
+				c.nc.Close()
+				return
+			}
+		}
+	}()
+}
+
+func (c *client) cleanup() {
+	c.s.track.disable(c)
+	if c.monitor.Load() {
+		c.s.monitors.remove(c)
+	}
+	c.st.end()
+	close(c.done)
+	c.nc.Close()
+}
+
+// process dispatches one command.
+func (c *client) process(args [][]byte) {
+	s := c.s
+	c.lastSeen.Store(time.Now().Unix())
+	if isSecurityAttack(args[0]) {
+		s.log.Warn("Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands to Redis. This is likely due to an attacker attempting to use Cross Protocol Scripting to compromise your Redis instance. Connection aborted.", "addr", c.addr)
+		c.closeNow = true
+		return
+	}
+	cmd, badSub, lower := s.cmds.lookup(args, c.lower)
+	c.lower = lower
+	if cmd == nil {
+		if badSub {
+			c.reject(nil, fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.",
+				sanitize(cstr(args[1]), 128), bytes.ToUpper(args[0])))
+		} else {
+			c.reject(nil, unknownCommand(args))
+		}
+		return
+	}
+	if (cmd.arity > 0 && cmd.arity != len(args)) || len(args) < -cmd.arity {
+		c.reject(cmd, fmt.Sprintf("ERR wrong number of arguments for '%s' command", cmd.name))
+		return
+	}
+	if !c.authed && !cmd.has(fNoAuth) {
+		c.reject(cmd, "NOAUTH Authentication required.")
+		return
+	}
+	if c.multi != nil && cmd.has(fNoMulti) {
+		c.reject(cmd, "ERR Command not allowed inside a transaction")
+		return
+	}
+	if c.db == 0 && cmd.firstKey > 0 && c.hasReservedKey(cmd, args) {
+		c.reject(cmd, errReservedKey)
+		return
+	}
+	if c.multi != nil && !isTxControl(cmd) {
+		c.multi.queue(cmd, args)
+		c.out = resp.AppendSimpleString(c.out, "QUEUED")
+		return
+	}
+	c.call(cmd, args)
+}
+
+// hasReservedKey reports whether a key argument begins with 0xff, which
+// database 0 does not allow.
+func (c *client) hasReservedKey(cmd *command, args [][]byte) bool {
+	c.keyIdx = cmd.keyIndexes(args, c.keyIdx[:0])
+	for _, i := range c.keyIdx {
+		if len(args[i]) > 0 && args[i][0] == dbPrefixByte {
+			return true
+		}
+	}
+	return false
+}
+
+func isTxControl(cmd *command) bool {
+	switch cmd.name {
+	case "exec", "discard", "multi", "watch", "quit", "reset":
+		return true
+	}
+	return false
+}
+
+// reject replies an error for a command refused before execution, and
+// marks a transaction being queued as failed.
+func (c *client) reject(cmd *command, msg string) {
+	if cmd != nil {
+		cmd.rejected.Add(1)
+	}
+	if c.multi != nil {
+		c.multi.dirty = true
+	}
+	if cmd != nil && cmd.name == "exec" {
+		c.multi = nil
+		c.unwatchAll()
+		msg = "EXECABORT Transaction discarded because of: " + trimCode(msg)
+	}
+	c.replyErr(msg)
+}
+
+// trimCode drops the generic ERR code, as Redis's EXECABORT text does.
+func trimCode(msg string) string {
+	if len(msg) > 4 && msg[:4] == "ERR " {
+		return msg[4:]
+	}
+	return msg
+}
+
+// call executes a command with statistics, slow log and MONITOR output.
+func (c *client) call(cmd *command, args [][]byte) {
+	s := c.s
+	start := time.Now()
+	c.cur = cmd
+	c.errored = false
+	if s.monitors.active() && cmd.name != "exec" {
+		s.monitors.feed(c, args, start)
+	}
+	c.exec(cmd, args)
+	d := time.Since(start)
+	us := d.Microseconds()
+	cmd.calls.Add(1)
+	cmd.usec.Add(us)
+	if c.errored {
+		cmd.failed.Add(1)
+	}
+	s.stats.commands.Add(1)
+	c.imu.Lock()
+	c.lastCmd = cmd.name
+	c.imu.Unlock()
+	if !cmd.has(fSkipSlowlog) {
+		s.slow.maybeAdd(s, c, args, start, d)
+	}
+	c.cur = nil
+}
+
+// exec runs a command's handler, committing its writes and re-running it
+// if the commit conflicted with another writer.
+func (c *client) exec(cmd *command, args [][]byte) {
+	if cmd.name == "exec" {
+		cmd.fn(c, args) // runs its own commit loop
+		return
+	}
+	if c.trk.on && cmd.has(fReadonly) {
+		c.s.track.remember(c, cmd, args)
+	}
+	record := cmd.has(fWrite)
+	for attempt := 0; ; attempt++ {
+		mark := len(c.out)
+		c.st.begin(c.s.DB, record)
+		cmd.fn(c, args)
+		var err error
+		if c.trk.noloop && c.st.dirty() {
+			c.s.track.markInflight(c, c.st.writtenKeys())
+			err = c.st.commit()
+			c.s.track.clearInflight(c)
+		} else {
+			err = c.st.commit()
+		}
+		c.st.end()
+		if err == nil {
+			break
+		}
+		c.out = c.out[:mark]
+		if errors.Is(err, caskade.ErrConflict) && attempt < maxRetries {
+			continue
+		}
+		c.replyErr(engineError(err))
+		break
+	}
+	c.trk.afterCommand(cmd, c.multi != nil)
+}
+
+// Replies.
+
+func (c *client) replyErr(msg string) {
+	c.errored = true
+	c.s.countError(msg)
+	c.out = resp.AppendError(c.out, msg)
+}
+
+func (c *client) replyOK()                 { c.out = append(c.out, "+OK\r\n"...) }
+func (c *client) replyStatus(s string)     { c.out = resp.AppendSimpleString(c.out, s) }
+func (c *client) replyInt(n int64)         { c.out = resp.AppendInt(c.out, n) }
+func (c *client) replyBulk(p []byte)       { c.out = resp.AppendBulk(c.out, p) }
+func (c *client) replyBulkString(s string) { c.out = resp.AppendBulkString(c.out, s) }
+func (c *client) replyNull()               { c.out = resp.AppendNull(c.out, c.proto) }
+func (c *client) replyArray(n int)         { c.out = resp.AppendArrayHeader(c.out, n) }
+func (c *client) replyMap(n int)           { c.out = resp.AppendMapHeader(c.out, n, c.proto) }
+func (c *client) replySet(n int)           { c.out = resp.AppendSetHeader(c.out, n, c.proto) }
+func (c *client) replyVerbatim(s string)   { c.out = resp.AppendVerbatimString(c.out, "txt", s, c.proto) }
+func (c *client) replyDouble(f float64)    { c.out = resp.AppendDouble(c.out, f, c.proto) }
+func (c *client) replyBool(b bool)         { c.out = resp.AppendBool(c.out, b, c.proto) }
+
+// replyDBError replies the error of a failed read or write.
+func (c *client) replyDBError(err error) { c.replyErr(engineError(err)) }
+
+// Errors.
+
+const (
+	errSyntax      = "ERR syntax error"
+	errNotInt      = "ERR value is not an integer or out of range"
+	errNotFloat    = "ERR value is not a valid float"
+	errNoKey       = "ERR no such key"
+	errSameObject  = "ERR source and destination objects are the same"
+	errDBRange     = "ERR DB index is out of range"
+	errOverflow    = "ERR increment or decrement would overflow"
+	errReservedKey = "ERR keys beginning with byte 0xff are reserved for other databases"
+	errMaxBulk     = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+)
+
+func (c *client) errArity() {
+	c.replyErr(fmt.Sprintf("ERR wrong number of arguments for '%s' command", c.cmdName()))
+}
+
+func (c *client) errExpireTime() {
+	c.replyErr(fmt.Sprintf("ERR invalid expire time in '%s' command", c.cmdName()))
+}
+
+func (c *client) cmdName() string {
+	if c.cur != nil {
+		return c.cur.name
+	}
+	return ""
+}
+
+// engineError turns an engine error into an error reply.
+func engineError(err error) string {
+	msg := err.Error()
+	const p = "caskade: "
+	for len(msg) >= len(p) && msg[:len(p)] == p {
+		msg = msg[len(p):]
+	}
+	switch {
+	case errors.Is(err, caskade.ErrWritesStopped):
+		return "MISCONF " + msg
+	case errors.Is(err, caskade.ErrReadOnly):
+		return "READONLY You can't write against a read only database."
+	}
+	return "ERR " + msg
+}
+
+// unknownCommand returns Redis's reply to an unknown command.
+func unknownCommand(args [][]byte) string {
+	var b bytes.Buffer
+	for i := 1; i < len(args) && b.Len() < 128; i++ {
+		a := cstr(args[i])
+		if room := 128 - b.Len(); len(a) > room {
+			a = a[:room]
+		}
+		b.WriteByte('\'')
+		b.Write(a)
+		b.WriteString("' ")
+	}
+	name := cstr(args[0])
+	if len(name) > 128 {
+		name = name[:128]
+	}
+	return sanitize([]byte("ERR unknown command '"+string(name)+"', with args beginning with: "), 1<<20) + sanitize(b.Bytes(), 1<<20)
+}
+
+// cstr cuts p at its first NUL byte, as C's %s formatting does.
+func cstr(p []byte) []byte {
+	if i := bytes.IndexByte(p, 0); i >= 0 {
+		return p[:i]
+	}
+	return p
+}
+
+// sanitize cuts p to n bytes and replaces CR and LF by spaces.
+func sanitize(p []byte, n int) string {
+	if len(p) > n {
+		p = p[:n]
+	}
+	if bytes.IndexAny(p, "\r\n") < 0 {
+		return string(p)
+	}
+	q := slices.Clone(p)
+	for i, ch := range q {
+		if ch == '\r' || ch == '\n' {
+			q[i] = ' '
+		}
+	}
+	return string(q)
+}
+
+func isSecurityAttack(name []byte) bool {
+	return bytes.EqualFold(name, []byte("post")) || bytes.EqualFold(name, []byte("host:"))
+}
+
+// checkPassword compares in constant time.
+func checkPassword(want, got []byte) bool {
+	return subtle.ConstantTimeCompare(want, got) == 1
+}
+
+// Argument parsing.
+
+// parseInt parses an integer argument as Redis's string2ll does.
+func parseInt(p []byte) (int64, bool) { return string2ll(p) }
+
+func eqFold(p []byte, s string) bool {
+	if len(p) != len(s) {
+		return false
+	}
+	for i := range len(p) {
+		a, b := p[i], s[i]
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,226 @@
+package redis
+
+import (
+	"bytes"
+	"errors"
+	"time"
+
+	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/resp"
+)
+
+// multiState is a transaction being queued (MULTI ... EXEC).
+type multiState struct {
+	cmds  []queued
+	dirty bool // a command was refused while queueing: EXEC aborts
+}
+
+type queued struct {
+	cmd  *command
+	args [][]byte
+}
+
+// queue copies args (which point into the reader's buffer) and queues them.
+func (m *multiState) queue(cmd *command, args [][]byte) {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n)
+	cp := make([][]byte, len(args))
+	for i, a := range args {
+		buf = append(buf, a...)
+		cp[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
+	}
+	m.cmds = append(m.cmds, queued{cmd: cmd, args: cp})
+}
+
+// watchRec is a WATCHed key: its encoded key and the version seen (0 if
+// absent).
+type watchRec struct {
+	key []byte
+	ver uint64
+}
+
+func (c *client) setMulti(m *multiState) {
+	c.multi = m
+	c.syncInfo()
+}
+
+func (c *client) unwatchAll() {
+	c.watches = c.watches[:0]
+}
+
+func cmdMulti(c *client, args [][]byte) {
+	if c.multi != nil {
+		c.replyErr("ERR MULTI calls can not be nested")
+		return
+	}
+	c.setMulti(&multiState{})
+	c.replyOK()
+}
+
+func cmdDiscard(c *client, args [][]byte) {
+	if c.multi == nil {
+		c.replyErr("ERR DISCARD without MULTI")
+		return
+	}
+	c.setMulti(nil)
+	c.unwatchAll()
+	c.replyOK()
+}
+
+func cmdWatch(c *client, args [][]byte) {
+	if c.multi != nil {
+		c.replyErr("ERR WATCH inside MULTI is not allowed")
+		return
+	}
+	for _, key := range args[1:] {
+		k := bytes.Clone(c.k(key))
+		dup := false
+		for _, w := range c.watches {
+			if bytes.Equal(w.key, k) {
+				dup = true
+				break
+			}
+		}
+		if dup {
+			continue
+		}
+		info, err := c.s.DB.Stat(k)
+		var ver uint64
+		if err == nil {
+			ver = info.Version
+		} else if !errors.Is(err, caskade.ErrNotFound) {
+			c.replyDBError(err)
+			return
+		}
+		c.watches = append(c.watches, watchRec{key: k, ver: ver})
+	}
+	c.replyOK()
+}
+
+func cmdUnwatch(c *client, args [][]byte) {
+	c.unwatchAll()
+	c.replyOK()
+}
+
+// watchedChanged reports whether a WATCHed key is no longer at the version
+// seen by WATCH.
+func (c *client) watchedChanged(watches []watchRec, snap *caskade.Snapshot) (bool, error) {
+	for _, w := range watches {
+		var info caskade.KeyInfo
+		var err error
+		if snap != nil {
+			info, err = snap.Stat(w.key)
+		} else {
+			info, err = c.s.DB.Stat(w.key)
+		}
+		var ver uint64
+		if err == nil {
+			ver = info.Version
+		} else if !errors.Is(err, caskade.ErrNotFound) {
+			return false, err
+		}
+		if ver != w.ver {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// cmdExec runs the queued commands against one snapshot with their writes
+// buffered, then commits all the writes as one batch, conditional on the
+// WATCHed keys and every key the transaction read being unchanged. If a
+// WATCHed key changed, EXEC replies the null array; if only a key read
+// changed, the transaction is run again.
+func cmdExec(c *client, args [][]byte) {
+	if c.multi == nil {
+		c.replyErr("ERR EXEC without MULTI")
+		return
+	}
+	m := c.multi
+	c.setMulti(nil)
+	watches := append([]watchRec(nil), c.watches...)
+	c.unwatchAll()
+	if m.dirty {
+		c.replyErr("EXECABORT Transaction discarded because of previous errors.")
+		return
+	}
+	if c.trk.on {
+		for _, q := range m.cmds {
+			if q.cmd.has(fReadonly) {
+				c.s.track.remember(c, q.cmd, q.args)
+			}
+		}
+	}
+	exec := c.cur
+	db0 := c.db
+	for attempt := 0; ; attempt++ {
+		c.db = db0
+		mark := len(c.out)
+		st := &c.st
+		st.begin(c.s.DB, true)
+		st.useSnapshot()
+		changed, err := c.watchedChanged(watches, st.snap)
+		if err != nil {
+			st.end()
+			c.replyDBError(err)
+			return
+		}
+		if changed {
+			st.end()
+			c.out = resp.AppendNullArray(c.out, c.proto)
+			return
+		}
+		for _, w := range watches {
+			st.check(w.key, w.ver)
+		}
+		c.replyArray(len(m.cmds))
+		for _, q := range m.cmds {
+			c.runQueued(q)
+		}
+		c.cur = exec
+		err = st.commit()
+		st.end()
+		if err == nil {
+			break
+		}
+		c.out = c.out[:mark]
+		if errors.Is(err, caskade.ErrConflict) {
+			changed, werr := c.watchedChanged(watches, nil)
+			if werr == nil && changed {
+				c.out = resp.AppendNullArray(c.out, c.proto)
+				break
+			}
+			if attempt < maxRetries {
+				continue
+			}
+		}
+		c.replyErr("EXECABORT Transaction discarded because of: " + trimCode(engineError(err)))
+		break
+	}
+	c.trk.afterCommand(exec, false)
+}
+
+// runQueued executes one queued command inside EXEC, with its statistics.
+func (c *client) runQueued(q queued) {
+	start := time.Now()
+	c.cur = q.cmd
+	c.errored = false
+	if c.s.monitors.active() {
+		c.s.monitors.feed(c, q.args, start)
+	}
+	if c.db == 0 && q.cmd.firstKey > 0 && c.hasReservedKey(q.cmd, q.args) {
+		// Queued while another database was selected.
+		c.replyErr(errReservedKey)
+	} else {
+		q.cmd.fn(c, q.args)
+	}
+	q.cmd.calls.Add(1)
+	q.cmd.usec.Add(time.Since(start).Microseconds())
+	if c.errored {
+		q.cmd.failed.Add(1)
+	}
+	c.s.stats.commands.Add(1)
+}

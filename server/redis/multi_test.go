@@ -1,0 +1,212 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+func TestMultiExecRaw(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial()
+	c.do(cmd("EXEC"), "-ERR EXEC without MULTI\r\n")
+	c.do(cmd("DISCARD"), "-ERR DISCARD without MULTI\r\n")
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("MULTI"), "-ERR MULTI calls can not be nested\r\n")
+	c.do(cmd("WATCH", "x"), "-ERR WATCH inside MULTI is not allowed\r\n")
+	c.do(cmd("SET", "a", "1"), "+QUEUED\r\n")
+	c.do(cmd("INCR", "a"), "+QUEUED\r\n")
+	c.do(cmd("GET", "a"), "+QUEUED\r\n")
+	c.do(cmd("SET", "s", "x"), "+QUEUED\r\n")
+	c.do(cmd("INCR", "s"), "+QUEUED\r\n")
+	c.do(cmd("KEYS", "*"), "+QUEUED\r\n")
+	c.do(cmd("DEL", "a"), "+QUEUED\r\n")
+	c.do(cmd("EXISTS", "a"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*8\r\n+OK\r\n:2\r\n$1\r\n2\r\n+OK\r\n-ERR value is not an integer or out of range\r\n*2\r\n$1\r\na\r\n$1\r\ns\r\n:1\r\n:0\r\n")
+
+	// A command refused while queueing aborts the transaction.
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("SET", "q", "1"), "+QUEUED\r\n")
+	c.do(cmd("NOPE"), "-ERR unknown command 'NOPE', with args beginning with: \r\n")
+	c.do(cmd("GET"), "-ERR wrong number of arguments for 'get' command\r\n")
+	c.do(cmd("SAVE"), "-ERR Command not allowed inside a transaction\r\n")
+	c.do(cmd("EXEC"), "-EXECABORT Transaction discarded because of previous errors.\r\n")
+	c.do(cmd("EXISTS", "q"), ":0\r\n")
+
+	// DISCARD.
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("SET", "q", "1"), "+QUEUED\r\n")
+	c.do(cmd("DISCARD"), "+OK\r\n")
+	c.do(cmd("EXISTS", "q"), ":0\r\n")
+
+	// WATCH: a change from another client makes EXEC return the null array.
+	c.do(cmd("SET", "w", "1"), "+OK\r\n")
+	c.do(cmd("WATCH", "w", "absent"), "+OK\r\n")
+	ts.dial().do(cmd("SET", "w", "2"), "+OK\r\n")
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("SET", "q", "1"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*-1\r\n")
+	c.do(cmd("EXISTS", "q"), ":0\r\n")
+
+	// A key created after WATCH, while it was absent, counts as a change.
+	c.do(cmd("WATCH", "absent"), "+OK\r\n")
+	ts.dial().do(cmd("SET", "absent", "now"), "+OK\r\n")
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("PING"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*-1\r\n")
+
+	// Unchanged watched keys: EXEC runs; UNWATCH forgets.
+	c.do(cmd("WATCH", "w"), "+OK\r\n")
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("GET", "w"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*1\r\n$1\r\n2\r\n")
+	c.do(cmd("WATCH", "w"), "+OK\r\n")
+	ts.dial().do(cmd("SET", "w", "3"), "+OK\r\n")
+	c.do(cmd("UNWATCH"), "+OK\r\n")
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("GET", "w"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*1\r\n$1\r\n3\r\n")
+
+	// SELECT inside MULTI applies to the commands after it.
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("SELECT", "2"), "+QUEUED\r\n")
+	c.do(cmd("SET", "in2", "x"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*2\r\n+OK\r\n+OK\r\n")
+	c.do(cmd("EXISTS", "in2"), ":1\r\n")
+	c.do(cmd("SELECT", "0"), "+OK\r\n")
+	c.do(cmd("EXISTS", "in2"), ":0\r\n")
+	c.do(cmd("SELECT", "2"), "+OK\r\n")
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("SELECT", "0"), "+QUEUED\r\n")
+	c.do(cmd("SET", "\xff\x05k", "x"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*2\r\n+OK\r\n-ERR keys beginning with byte 0xff are reserved for other databases\r\n")
+
+	// FLUSHDB inside MULTI, then reads see the transaction's own state.
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("FLUSHDB"), "+QUEUED\r\n")
+	c.do(cmd("SET", "n", "1"), "+QUEUED\r\n")
+	c.do(cmd("DBSIZE"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*3\r\n+OK\r\n+OK\r\n:1\r\n")
+	c.do(cmd("DBSIZE"), ":1\r\n")
+}
+
+// TestWatchRetryLoop runs go-redis's optimistic-locking loop from many
+// clients: every increment lands exactly once.
+func TestWatchRetryLoop(t *testing.T) {
+	ts := startServer(t, nil)
+	ctx := context.Background()
+	const clients, each = 8, 50
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rdb := goredis.NewClient(&goredis.Options{Addr: ts.addr, PoolSize: 2})
+			defer rdb.Close()
+			for range each {
+				for {
+					err := rdb.Watch(ctx, func(tx *goredis.Tx) error {
+						n, err := tx.Get(ctx, "n").Int()
+						if err != nil && !errors.Is(err, goredis.Nil) {
+							return err
+						}
+						_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+							p.Set(ctx, "n", n+1, 0)
+							return nil
+						})
+						return err
+					}, "n")
+					if errors.Is(err, goredis.TxFailedErr) {
+						continue
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					break
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	eq(t, "n", resInt(t, ts.goRedis(nil).Get(ctx, "n")), int64(clients*each))
+}
+
+// TestExecAtomic: transactions that move value between two keys never
+// show a reader an intermediate state, and lose no update.
+func TestExecAtomic(t *testing.T) {
+	ts := startServer(t, nil)
+	ctx := context.Background()
+	const writers, each = 6, 100
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	readerErr := make(chan error, 1)
+	go func() {
+		rdb := goredis.NewClient(&goredis.Options{Addr: ts.addr})
+		defer rdb.Close()
+		for {
+			select {
+			case <-stop:
+				readerErr <- nil
+				return
+			default:
+			}
+			cmds, err := rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+				p.Get(ctx, "a")
+				p.Get(ctx, "b")
+				return nil
+			})
+			if err != nil && !errors.Is(err, goredis.Nil) {
+				readerErr <- err
+				return
+			}
+			a, _ := cmds[0].(*goredis.StringCmd).Int()
+			b, _ := cmds[1].(*goredis.StringCmd).Int()
+			if a+b != 0 {
+				readerErr <- fmt.Errorf("saw a=%d b=%d", a, b)
+				return
+			}
+		}
+	}()
+	errs := make(chan error, writers)
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rdb := goredis.NewClient(&goredis.Options{Addr: ts.addr, PoolSize: 1})
+			defer rdb.Close()
+			for range each {
+				_, err := rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+					p.IncrBy(ctx, "a", 1)
+					p.DecrBy(ctx, "b", 1)
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := <-readerErr; err != nil {
+		t.Fatal(err)
+	}
+	rdb := ts.goRedis(nil)
+	eq(t, "a", resInt(t, rdb.Get(ctx, "a")), int64(writers*each))
+	eq(t, "b", resInt(t, rdb.Get(ctx, "b")), int64(-writers*each))
+}

@@ -1,0 +1,423 @@
+package redis
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReplies checks replies byte for byte against Redis's.
+func TestReplies(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial()
+	steps := []struct{ cmd, want string }{
+		{cmd("PING"), "+PONG\r\n"},
+		{cmd("PING", "hi"), "$2\r\nhi\r\n"},
+		{cmd("PING", "a", "b"), "-ERR wrong number of arguments for 'ping' command\r\n"},
+		{cmd("ECHO", "x y"), "$3\r\nx y\r\n"},
+		{cmd("GET", "nokey"), "$-1\r\n"},
+		{cmd("GET"), "-ERR wrong number of arguments for 'get' command\r\n"},
+		{cmd("NOPE", "a"), "-ERR unknown command 'NOPE', with args beginning with: 'a' \r\n"},
+		{cmd("NOPE"), "-ERR unknown command 'NOPE', with args beginning with: \r\n"},
+		{cmd("SET", "k", "v"), "+OK\r\n"},
+		{cmd("SET", "k", "v", "BOGUS"), "-ERR syntax error\r\n"},
+		{cmd("SET", "k", "v", "NX", "XX"), "-ERR syntax error\r\n"},
+		{cmd("SET", "k", "v", "EX", "0"), "-ERR invalid expire time in 'set' command\r\n"},
+		{cmd("SET", "k", "v", "EX", "x"), "-ERR value is not an integer or out of range\r\n"},
+		{cmd("SETEX", "k", "-1", "v"), "-ERR invalid expire time in 'setex' command\r\n"},
+		{cmd("GET", "k"), "$1\r\nv\r\n"},
+		{cmd("SET", "k", "w", "GET"), "$1\r\nv\r\n"},
+		{cmd("SET", "k", "x", "NX"), "$-1\r\n"},
+		{cmd("SET", "k2", "x", "XX"), "$-1\r\n"},
+		{cmd("SET", "k2", "x", "NX", "GET"), "$-1\r\n"},
+		{cmd("SETNX", "k2", "y"), ":0\r\n"},
+		{cmd("SETNX", "k3", "y"), ":1\r\n"},
+		{cmd("INCR", "k"), "-ERR value is not an integer or out of range\r\n"},
+		{cmd("INCR", "n"), ":1\r\n"},
+		{cmd("INCRBY", "n", "9223372036854775806"), ":9223372036854775807\r\n"},
+		{cmd("INCR", "n"), "-ERR increment or decrement would overflow\r\n"},
+		{cmd("DECRBY", "n", "-9223372036854775808"), "-ERR decrement would overflow\r\n"},
+		{cmd("SET", "f", "10.5"), "+OK\r\n"},
+		{cmd("INCRBYFLOAT", "f", "0.1"), "$4\r\n10.6\r\n"},
+		{cmd("INCRBYFLOAT", "f", "-10.6"), "$1\r\n0\r\n"},
+		{cmd("INCRBYFLOAT", "f", "abc"), "-ERR value is not a valid float\r\n"},
+		{cmd("INCRBYFLOAT", "k", "1"), "-ERR value is not a valid float\r\n"},
+		{cmd("INCRBYFLOAT", "f", "inf"), "-ERR increment would produce NaN or Infinity\r\n"},
+		{cmd("SET", "f", "0.1"), "+OK\r\n"},
+		{cmd("INCRBYFLOAT", "f", "0.2"), "$3\r\n0.3\r\n"},
+		{cmd("INCRBYFLOAT", "f", "5.0e3"), "$6\r\n5000.3\r\n"},
+		{cmd("APPEND", "k", "yz"), ":3\r\n"},
+		{cmd("STRLEN", "k"), ":3\r\n"},
+		{cmd("GETRANGE", "k", "0", "-1"), "$3\r\nwyz\r\n"},
+		{cmd("GETRANGE", "k", "5", "10"), "$0\r\n\r\n"},
+		{cmd("GETRANGE", "nokey", "0", "-1"), "$0\r\n\r\n"},
+		{cmd("SETRANGE", "k", "5", "!"), ":6\r\n"},
+		{cmd("GET", "k"), "$6\r\nwyz\x00\x00!\r\n"},
+		{cmd("SETRANGE", "k", "-1", "x"), "-ERR offset is out of range\r\n"},
+		{cmd("MSET", "a", "1", "b"), "-ERR wrong number of arguments for 'mset' command\r\n"},
+		{cmd("MSET", "a", "1", "b", "2"), "+OK\r\n"},
+		{cmd("MGET", "a", "nokey", "b"), "*3\r\n$1\r\n1\r\n$-1\r\n$1\r\n2\r\n"},
+		{cmd("MSETNX", "a", "3", "c", "4"), ":0\r\n"},
+		{cmd("MSETNX", "c", "3", "d", "4"), ":1\r\n"},
+		{cmd("GETSET", "a", "9"), "$1\r\n1\r\n"},
+		{cmd("GETDEL", "a"), "$1\r\n9\r\n"},
+		{cmd("GETDEL", "a"), "$-1\r\n"},
+		{cmd("EXISTS", "b", "b", "nokey"), ":2\r\n"},
+		{cmd("DEL", "b", "b", "c"), ":2\r\n"},
+		{cmd("TYPE", "d"), "+string\r\n"},
+		{cmd("TYPE", "nokey"), "+none\r\n"},
+		{cmd("TTL", "d"), ":-1\r\n"},
+		{cmd("TTL", "nokey"), ":-2\r\n"},
+		{cmd("EXPIRE", "d", "100"), ":1\r\n"},
+		{cmd("TTL", "d"), ":100\r\n"},
+		{cmd("EXPIRE", "d", "50", "GT"), ":0\r\n"},
+		{cmd("EXPIRE", "d", "50", "LT"), ":1\r\n"},
+		{cmd("EXPIRE", "d", "50", "NX"), ":0\r\n"},
+		{cmd("EXPIRE", "d", "50", "NX", "XX"), "-ERR NX and XX, GT or LT options at the same time are not compatible\r\n"},
+		{cmd("EXPIRE", "d", "50", "GT", "LT"), "-ERR GT and LT options at the same time are not compatible\r\n"},
+		{cmd("EXPIRE", "d", "50", "FOO"), "-ERR Unsupported option FOO\r\n"},
+		{cmd("PERSIST", "d"), ":1\r\n"},
+		{cmd("PERSIST", "d"), ":0\r\n"},
+		{cmd("EXPIRE", "nokey", "10"), ":0\r\n"},
+		{cmd("PEXPIREAT", "d", "1"), ":1\r\n"},
+		{cmd("EXISTS", "d"), ":0\r\n"},
+		{cmd("RENAME", "nokey", "x"), "-ERR no such key\r\n"},
+		{cmd("RENAME", "k", "k"), "+OK\r\n"},
+		{cmd("RENAME", "k", "k9"), "+OK\r\n"},
+		{cmd("RENAMENX", "k9", "k3"), ":0\r\n"},
+		{cmd("COPY", "k9", "k9"), "-ERR source and destination objects are the same\r\n"},
+		{cmd("COPY", "k9", "k3"), ":0\r\n"},
+		{cmd("COPY", "k9", "k3", "REPLACE"), ":1\r\n"},
+		{cmd("COPY", "k9", "k3", "DB", "99"), "-ERR DB index is out of range\r\n"},
+		{cmd("SELECT", "16"), "-ERR DB index is out of range\r\n"},
+		{cmd("SELECT", "x"), "-ERR value is not an integer or out of range\r\n"},
+		{cmd("GET", "\xffk"), "-ERR keys beginning with byte 0xff are reserved for other databases\r\n"},
+		{cmd("OBJECT", "ENCODING", "n"), "$3\r\nint\r\n"},
+		{cmd("OBJECT", "ENCODING", "k3"), "$6\r\nembstr\r\n"},
+		{cmd("OBJECT", "ENCODING", "nokey"), "$-1\r\n"},
+		{cmd("OBJECT", "NOPE"), "-ERR unknown subcommand 'NOPE'. Try OBJECT HELP.\r\n"},
+		{cmd("CLIENT", "NOPE"), "-ERR unknown subcommand 'NOPE'. Try CLIENT HELP.\r\n"},
+		{cmd("CLIENT"), "-ERR wrong number of arguments for 'client' command\r\n"},
+		{cmd("CLIENT", "SETNAME"), "-ERR wrong number of arguments for 'client|setname' command\r\n"},
+		{cmd("CLIENT", "SETNAME", "a b"), "-ERR Client names cannot contain spaces, newlines or special characters.\r\n"},
+		{cmd("CLIENT", "SETNAME", "me"), "+OK\r\n"},
+		{cmd("CLIENT", "GETNAME"), "$2\r\nme\r\n"},
+		{cmd("CLIENT", "MAINT_NOTIFICATIONS", "ON"), "-ERR unknown subcommand 'MAINT_NOTIFICATIONS'. Try CLIENT HELP.\r\n"},
+		{cmd("AUTH", "x"), "-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?\r\n"},
+		{cmd("HELLO", "4"), "-NOPROTO unsupported protocol version\r\n"},
+		{cmd("DEBUG", "SEGFAULT"), "-ERR DEBUG subcommand not allowed\r\n"},
+		{cmd("DEBUG", "SLEEP", "0"), "+OK\r\n"},
+		{cmd("FLUSHDB", "NOW"), "-ERR syntax error\r\n"},
+		{cmd("LPUSH", "l", "x"), "-ERR unknown command 'LPUSH', with args beginning with: 'l' 'x' \r\n"},
+		{cmd("SCAN", "x"), "-ERR invalid cursor\r\n"},
+		{cmd("SCAN", "0", "COUNT", "0"), "-ERR syntax error\r\n"},
+		{cmd("SCAN", "0", "TYPE", "nope"), "-ERR unknown type name 'nope'\r\n"},
+		{cmd("SWAPDB", "x", "1"), "-ERR invalid first DB index\r\n"},
+		{cmd("MOVE", "k3", "0"), "-ERR source and destination objects are the same\r\n"},
+		{cmd("FLUSHALL", "ASYNC"), "+OK\r\n"},
+		{cmd("DBSIZE"), ":0\r\n"},
+		{cmd("QUIT"), "+OK\r\n"},
+	}
+	for _, s := range steps {
+		c.do(s.cmd, s.want)
+	}
+	c.expectClosed()
+}
+
+func TestEngineLimits(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial()
+	c.send(cmd("SET", strings.Repeat("k", 70000), "v"))
+	if l := c.readLine(); !strings.HasPrefix(l, "-ERR key too large") {
+		t.Fatalf("oversized key: %q", l)
+	}
+	c.do(cmd("PING"), "+PONG\r\n")
+}
+
+func TestRESP3Replies(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial()
+	c.send(cmd("HELLO", "3"))
+	c.expect("%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$5\r\n" + RedisVersion + "\r\n$5\r\nproto\r\n:3\r\n$2\r\nid\r\n:")
+	c.readLine()
+	c.expect("$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n")
+	c.do(cmd("GET", "x"), "_\r\n")
+	c.do(cmd("MGET", "x"), "*1\r\n_\r\n")
+	c.do(cmd("CONFIG", "GET", "databases"), "%1\r\n$9\r\ndatabases\r\n$2\r\n16\r\n")
+	c.do(cmd("WATCH", "w"), "+OK\r\n")
+	other := ts.dial()
+	other.do(cmd("SET", "w", "1"), "+OK\r\n")
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("GET", "w"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "_\r\n")
+}
+
+func TestInlineCommands(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial()
+	c.do("PING\r\n", "+PONG\r\n")
+	c.do("SET greeting \"hello world\"\n", "+OK\r\n")
+	c.do("GET greeting\r\n", "$11\r\nhello world\r\n")
+	c.do("\r\n\r\nEXISTS greeting 'greeting'\r\n", ":2\r\n")
+	c.do("SET \"unbalanced\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n")
+	c.expectClosed()
+}
+
+func TestPipeline10000(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial()
+	var req, want strings.Builder
+	for i := range 10000 {
+		switch i % 3 {
+		case 0:
+			req.WriteString(cmd("SET", fmt.Sprint("k", i), fmt.Sprint(i)))
+			want.WriteString("+OK\r\n")
+		case 1:
+			req.WriteString(cmd("GET", fmt.Sprint("k", i-1)))
+			v := fmt.Sprint(i - 1)
+			want.WriteString(fmt.Sprintf("$%d\r\n%s\r\n", len(v), v))
+		case 2:
+			req.WriteString(cmd("INCR", "counter"))
+			want.WriteString(fmt.Sprintf(":%d\r\n", i/3+1))
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		c.nc.Write([]byte(req.String()))
+	}()
+	c.expect(want.String())
+	<-done
+}
+
+// TestPartialCommandFlushes checks that replies are sent while the rest of
+// a pipeline is still on its way.
+func TestPartialCommandFlushes(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial()
+	c.send("PING\r\n*2\r\n$3\r\nGET\r\n$")
+	c.expect("+PONG\r\n")
+	c.send("1\r\nx\r\nPING\r\nPI")
+	c.expect("$-1\r\n+PONG\r\n")
+	c.send("NG\r\n")
+	c.expect("+PONG\r\n")
+}
+
+func TestProtocolErrors(t *testing.T) {
+	ts := startServer(t, nil)
+	for _, tc := range []struct{ req, want string }{
+		{"*1\r\n$x\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
+		{"*x\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"*1\r\n+PING\r\n", "-ERR Protocol error: expected '$', got '+'\r\n"},
+		{"*1\r\n$600000000\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
+		{"PING\r\n*2\r\n$3\r\nGET\r\n!\r\n", "+PONG\r\n-ERR Protocol error: expected '$', got '!'\r\n"},
+	} {
+		c := ts.dial()
+		c.do(tc.req, tc.want)
+		c.expectClosed()
+	}
+	// The server is unaffected.
+	ts.dial().do(cmd("PING"), "+PONG\r\n")
+}
+
+func TestAuthAndPreAuthLimits(t *testing.T) {
+	ts := startServer(t, func(s *Server) { s.Password = "sekret" })
+	c := ts.dial()
+	c.do(cmd("GET", "x"), "-NOAUTH Authentication required.\r\n")
+	c.do(cmd("NOPE"), "-ERR unknown command 'NOPE', with args beginning with: \r\n")
+	c.do(cmd("AUTH", "wrong"), "-WRONGPASS invalid username-password pair or user is disabled.\r\n")
+	c.do(cmd("AUTH", "bob", "sekret"), "-WRONGPASS invalid username-password pair or user is disabled.\r\n")
+	c.do(cmd("HELLO", "3"), "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time\r\n")
+	c.do(cmd("AUTH", "default", "sekret"), "+OK\r\n")
+	c.do(cmd("SET", "x", strings.Repeat("v", 20000)), "+OK\r\n")
+
+	// Before AUTH: at most 10 arguments and 16 KiB per argument.
+	c2 := ts.dial()
+	args := []string{"MGET"}
+	for i := range 11 {
+		args = append(args, fmt.Sprint(i))
+	}
+	c2.do(cmd(args...), "-ERR Protocol error: unauthenticated multibulk length\r\n")
+	c2.expectClosed()
+	c3 := ts.dial()
+	c3.do(cmd("AUTH", strings.Repeat("p", 16385)), "-ERR Protocol error: unauthenticated bulk length\r\n")
+	c3.expectClosed()
+
+	// HELLO AUTH authenticates and switches protocol.
+	c4 := ts.dial()
+	c4.send(cmd("HELLO", "3", "AUTH", "default", "sekret", "SETNAME", "n"))
+	c4.expect("%7\r\n")
+	c4.do(cmd("CLIENT", "GETNAME"), "") // drain below
+	// Skip the rest of HELLO's map, then read GETNAME.
+	for {
+		if l := c4.readLine(); l == "*0\r\n" {
+			break
+		}
+	}
+	c4.expect("$1\r\nn\r\n")
+	c4.do(cmd("GET", "nokey"), "_\r\n")
+
+	// RESET de-authenticates.
+	c4.do(cmd("RESET"), "+RESET\r\n")
+	c4.do(cmd("GET", "x"), "-NOAUTH Authentication required.\r\n")
+}
+
+func TestSecurityAttackCloses(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial()
+	c.send("POST / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+	c.expectClosed()
+	c = ts.dial()
+	c.do(cmd("PING"), "+PONG\r\n")
+	c.send("Host: example.com\r\n")
+	c.expectClosed()
+}
+
+func TestMaxClients(t *testing.T) {
+	ts := startServer(t, func(s *Server) { s.MaxClients = 2 })
+	a, b := ts.dial(), ts.dial()
+	a.do(cmd("PING"), "+PONG\r\n")
+	b.do(cmd("PING"), "+PONG\r\n")
+	c := ts.dial()
+	c.expect("-ERR max number of clients reached\r\n")
+	c.expectClosed()
+	a.nc.Close()
+	waitFor(t, "a slot to free up", func() bool { return ts.srv.nclients.Load() < 2 })
+	ts.dial().do(cmd("PING"), "+PONG\r\n")
+}
+
+func TestIdleTimeout(t *testing.T) {
+	ts := startServer(t, func(s *Server) { s.IdleTimeout = 50 * time.Millisecond })
+	c := ts.dial()
+	c.do(cmd("PING"), "+PONG\r\n")
+	start := time.Now()
+	c.expectClosed()
+	if d := time.Since(start); d < 40*time.Millisecond {
+		t.Fatalf("closed after %v, before the idle timeout", d)
+	}
+	// CONFIG SET timeout 0 disables it for new waits.
+	c = ts.dial()
+	c.do(cmd("CONFIG", "SET", "timeout", "0"), "+OK\r\n")
+	c.do(cmd("CONFIG", "GET", "timeout"), "*2\r\n$7\r\ntimeout\r\n$1\r\n0\r\n")
+}
+
+func TestProtectedModeDecision(t *testing.T) {
+	tcp := func(ip string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(ip), Port: 1234} }
+	for _, tc := range []struct {
+		addr        net.Addr
+		protected   bool
+		hasPassword bool
+		refuse      bool
+	}{
+		{tcp("127.0.0.1"), true, false, false},
+		{tcp("127.8.9.10"), true, false, false},
+		{tcp("::1"), true, false, false},
+		{tcp("10.0.0.1"), true, false, true},
+		{tcp("192.168.1.5"), true, false, true},
+		{tcp("8.8.8.8"), true, false, true},
+		{tcp("::ffff:10.0.0.1"), true, false, true},
+		{tcp("fe80::1"), true, false, true},
+		{tcp("10.0.0.1"), true, true, false},
+		{tcp("10.0.0.1"), false, false, false},
+		{&net.UnixAddr{Name: "/tmp/x.sock", Net: "unix"}, true, false, false},
+		{&net.UnixAddr{Name: "", Net: "unix"}, true, false, false},
+	} {
+		if got := protectedModeRefuses(tc.protected, tc.hasPassword, tc.addr); got != tc.refuse {
+			t.Errorf("protectedModeRefuses(%v, %v, %v) = %v, want %v", tc.protected, tc.hasPassword, tc.addr, got, tc.refuse)
+		}
+	}
+	if !strings.HasPrefix(deniedProtectedMode, "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user.") ||
+		!strings.HasSuffix(deniedProtectedMode, "\r\n") {
+		t.Fatalf("bad DENIED text %q", deniedProtectedMode)
+	}
+}
+
+func TestDatabasesAreKeyPrefixes(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial()
+	c.do(cmd("SET", "k", "zero"), "+OK\r\n")
+	c.do(cmd("SELECT", "3"), "+OK\r\n")
+	c.do(cmd("GET", "k"), "$-1\r\n")
+	c.do(cmd("SET", "k", "three"), "+OK\r\n")
+	c.do(cmd("SET", "\xffok", "x"), "+OK\r\n") // allowed outside db 0
+	c.do(cmd("DBSIZE"), ":2\r\n")
+	c.do(cmd("KEYS", "*"), "*2\r\n$1\r\nk\r\n$3\r\n\xffok\r\n")
+	c.do(cmd("MOVE", "k", "0"), ":0\r\n")
+	c.do(cmd("MOVE", "k", "5"), ":1\r\n")
+	c.do(cmd("SWAPDB", "0", "5"), "+OK\r\n")
+	c.do(cmd("SELECT", "0"), "+OK\r\n")
+	c.do(cmd("GET", "k"), "$5\r\nthree\r\n")
+	c.do(cmd("DBSIZE"), ":1\r\n")
+	c.do(cmd("SELECT", "5"), "+OK\r\n")
+	c.do(cmd("GET", "k"), "$4\r\nzero\r\n")
+	c.do(cmd("COPY", "k", "k", "DB", "0", "REPLACE"), ":1\r\n")
+	c.do(cmd("FLUSHDB"), "+OK\r\n")
+	c.do(cmd("DBSIZE"), ":0\r\n")
+	c.do(cmd("SELECT", "0"), "+OK\r\n")
+	c.do(cmd("GET", "k"), "$4\r\nzero\r\n")
+	// The engine sees database 0's keys as they are, the others prefixed.
+	if v, err := ts.db.Get([]byte("k")); err != nil || string(v) != "zero" {
+		t.Fatalf("db 0 key: %q %v", v, err)
+	}
+	if v, err := ts.db.Get([]byte("\xff\x03k")); err == nil {
+		t.Fatalf("db 3 key still there: %q", v)
+	}
+	if v, err := ts.db.Get([]byte("\xff\x03\xffok")); err != nil || string(v) != "x" {
+		t.Fatalf("db 3 key: %q %v", v, err)
+	}
+	c.do(cmd("KEYS", "*"), "*1\r\n$1\r\nk\r\n")
+}
+
+func TestGlob(t *testing.T) {
+	for _, tc := range []struct {
+		pat, s string
+		want   bool
+	}{
+		{"*", "", false /* as in Redis; KEYS * matches all anyway */}, {"*", "abc", true}, {"a*", "abc", true}, {"a*c", "abc", true},
+		{"a*d", "abc", false}, {"?", "a", true}, {"?", "", false}, {"a?c", "abc", true},
+		{"[abc]", "b", true}, {"[abc]", "d", false}, {"[^abc]", "d", true}, {"[^abc]", "a", false},
+		{"[a-c]", "b", true}, {"[c-a]", "b", true}, {"[a-c]", "d", false},
+		{"\\*", "*", true}, {"\\*", "a", false}, {"[\\]]", "]", true}, {"[abc", "a", true},
+		{"[abc", "ab", false}, {"h*llo", "heeeello", true}, {"h[ae]llo", "hello", true},
+		{"*a*a*a*a*a*a*a*b", strings.Repeat("a", 40), false}, {"a**", "a", true}, {"", "", true},
+		{"", "a", false}, {"abc*", "ab", false}, {"ab\\", "ab\\", true},
+	} {
+		if got := globMatch([]byte(tc.pat), []byte(tc.s), false); got != tc.want {
+			t.Errorf("globMatch(%q, %q) = %v, want %v", tc.pat, tc.s, got, tc.want)
+		}
+	}
+	if !globMatch([]byte("MAX*"), []byte("maxclients"), true) {
+		t.Error("nocase match failed")
+	}
+}
+
+func TestNumberFormats(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{{"0", true}, {"-1", true}, {"+1", false}, {"01", false}, {" 1", false}, {"", false},
+		{"9223372036854775807", true}, {"9223372036854775808", false}, {"-9223372036854775808", true}, {"-0", false}} {
+		if _, ok := string2ll([]byte(tc.in)); ok != tc.ok {
+			t.Errorf("string2ll(%q) ok = %v", tc.in, ok)
+		}
+	}
+	for _, tc := range []struct {
+		v    float64
+		want string
+	}{{3, "3"}, {10.6, "10.6"}, {0.1 + 0.2, "0.3"}, {-0.0, "0"}, {1.5e20, "150000000000000000000"}, {17179869185.5, "17179869185.5"}} {
+		if got := formatFloatHuman(tc.v); got != tc.want {
+			t.Errorf("formatFloatHuman(%v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{{"1.5", true}, {" 1", false}, {"1 ", false}, {"nan", false}, {"inf", true}, {"0x10", true}, {"1e999", false}, {"1_0", false}} {
+		if _, ok := string2ld([]byte(tc.in)); ok != tc.ok {
+			t.Errorf("string2ld(%q) ok = %v", tc.in, ok)
+		}
+	}
+}

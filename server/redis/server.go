@@ -1,0 +1,523 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caskade/caskade"
+)
+
+// Defaults for zero fields of Server.
+const (
+	DefaultMaxClients      = 10000
+	DefaultDatabases       = 16
+	DefaultSlowlogSlower   = 10 * time.Millisecond
+	DefaultSlowlogMaxLen   = 128
+	DefaultProtoMaxBulkLen = 512 << 20
+	// MaxDatabases is the largest Databases value: database n > 0 lives
+	// under the two-byte key prefix 0xff n.
+	MaxDatabases = 256
+	// RedisVersion is the Redis version caskade reports (HELLO, INFO
+	// redis_version): the Redis release whose behaviour it follows.
+	RedisVersion = "7.4.0"
+)
+
+// ErrServerClosed is returned by Serve after Shutdown or Close.
+var ErrServerClosed = errors.New("redis: server closed")
+
+// Server serves the Redis protocol (RESP2 and RESP3) over any number of
+// listeners, on top of a caskade.DB. Set the exported fields before the
+// first call of Serve and do not change them afterwards; runtime changes
+// (CONFIG SET) are kept internally. A Server is safe for concurrent use;
+// Serve may be called for several listeners at once.
+type Server struct {
+	// DB is the database served. It must be open; the Server never closes
+	// it (its owner does, after Shutdown).
+	DB *caskade.DB
+	// Password, if set, is required (AUTH or HELLO AUTH) before any
+	// command but AUTH, HELLO, QUIT and RESET. It is compared in constant
+	// time. CONFIG SET requirepass changes it at run time.
+	Password string
+	// DisableProtectedMode accepts clients from non-loopback addresses
+	// even without a Password. By default (protected mode, as in Redis)
+	// such clients get a DENIED error and are disconnected.
+	DisableProtectedMode bool
+	// MaxClients bounds the number of connected clients (default 10000).
+	MaxClients int
+	// IdleTimeout closes a client connection idle for longer (0: never).
+	IdleTimeout time.Duration
+	// Databases is the number of databases SELECT can choose from
+	// (default 16, at most MaxDatabases).
+	Databases int
+	// SlowlogSlowerThan is the execution time above which a command is
+	// logged in the SLOWLOG (default 10 ms; negative disables the log,
+	// and a tiny positive value such as 1ns logs every command).
+	SlowlogSlowerThan time.Duration
+	// SlowlogMaxLen is the number of SLOWLOG entries kept (default 128).
+	SlowlogMaxLen int
+	// ProtoMaxBulkLen is the largest bulk string (argument) a client may
+	// send once authenticated, and the largest value APPEND or SETRANGE may
+	// build (default 512 MiB, Redis's proto-max-bulk-len).
+	ProtoMaxBulkLen int64
+	// Sync is the durability policy the DB was opened with; it is only
+	// reported (CONFIG GET appendfsync, INFO persistence).
+	Sync caskade.SyncPolicy
+	// Version is caskade's version, reported by INFO (caskade_version).
+	Version string
+	// ConfigFile is reported by INFO (config_file).
+	ConfigFile string
+	// BackupDir is where SAVE and BGSAVE write backups, each into a new
+	// directory named after its time; empty disables them. It is never
+	// chosen by a client.
+	BackupDir string
+	// Logger receives the server's log; nil discards it.
+	Logger *slog.Logger
+	// ShutdownFunc is called by the SHUTDOWN command. It should stop the
+	// process gracefully (for example by cancelling its context). If nil,
+	// SHUTDOWN makes the Server shut itself down (Shutdown in a new
+	// goroutine) without closing the DB.
+	ShutdownFunc func()
+
+	initOnce sync.Once
+	cfg      runtimeConfig
+	log      *slog.Logger
+	cmds     *commandTable
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	clients   map[*client]struct{}
+	closing   bool
+	done      chan struct{} // closed when closing
+	wg        sync.WaitGroup
+
+	nextID     atomic.Int64
+	nclients   atomic.Int64
+	start      time.Time
+	runID      string
+	track      *tracker
+	monitors   monitorSet
+	slow       slowlog
+	stats      serverStats
+	scanCursor scanCursors
+	lastSave   atomic.Int64 // unix seconds
+	panics     atomic.Int64 // connections that panicked (a bug)
+	bgsave     atomic.Bool
+	merging    atomic.Bool
+	unsub      func()
+}
+
+// runtimeConfig holds the settings CONFIG SET may change.
+type runtimeConfig struct {
+	mu          sync.RWMutex
+	password    string
+	maxClients  int
+	idleTimeout time.Duration
+	// Copies read on every command, without the lock.
+	idleAtomic      atomic.Int64 // time.Duration
+	bulkAtomic      atomic.Int64
+	slowlogSlower   time.Duration
+	slowlogMaxLen   int
+	protoMaxBulkLen int64
+	protected       bool
+}
+
+type serverStats struct {
+	connections    atomic.Int64
+	rejected       atomic.Int64
+	commands       atomic.Int64
+	netIn          atomic.Int64
+	netOut         atomic.Int64
+	hits, misses   atomic.Int64
+	errorReplies   atomic.Int64
+	errMu          sync.Mutex
+	errorCounts    map[string]int64
+	trackingClient atomic.Int64
+}
+
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		s.log = s.Logger
+		if s.log == nil {
+			s.log = slog.New(slog.DiscardHandler)
+		}
+		c := &s.cfg
+		c.password = s.Password
+		c.maxClients = s.MaxClients
+		if c.maxClients <= 0 {
+			c.maxClients = DefaultMaxClients
+		}
+		c.idleTimeout = s.IdleTimeout
+		c.slowlogSlower = s.SlowlogSlowerThan
+		if c.slowlogSlower == 0 {
+			c.slowlogSlower = DefaultSlowlogSlower
+		}
+		c.slowlogMaxLen = s.SlowlogMaxLen
+		if c.slowlogMaxLen <= 0 {
+			c.slowlogMaxLen = DefaultSlowlogMaxLen
+		}
+		c.protoMaxBulkLen = s.ProtoMaxBulkLen
+		if c.protoMaxBulkLen <= 0 {
+			c.protoMaxBulkLen = DefaultProtoMaxBulkLen
+		}
+		c.protected = !s.DisableProtectedMode
+		c.publish()
+		if s.Databases <= 0 {
+			s.Databases = DefaultDatabases
+		}
+		if s.Databases > MaxDatabases {
+			s.Databases = MaxDatabases
+		}
+		s.cmds = newCommandTable()
+		s.listeners = map[net.Listener]struct{}{}
+		s.clients = map[*client]struct{}{}
+		s.done = make(chan struct{})
+		s.start = time.Now()
+		s.lastSave.Store(s.start.Unix())
+		s.runID = newRunID()
+		s.stats.errorCounts = map[string]int64{}
+		s.track = newTracker(s)
+		s.scanCursor.init()
+		if s.DB != nil {
+			s.unsub = s.DB.Subscribe(s.track.onCommit)
+		}
+	})
+}
+
+// Validate reports a configuration Serve would refuse.
+func (s *Server) Validate() error {
+	switch {
+	case s.DB == nil:
+		return errors.New("redis: Server.DB is nil")
+	case s.Databases > MaxDatabases:
+		return fmt.Errorf("redis: Databases %d exceeds %d", s.Databases, MaxDatabases)
+	case s.Databases < 0:
+		return fmt.Errorf("redis: negative Databases %d", s.Databases)
+	case s.MaxClients < 0:
+		return fmt.Errorf("redis: negative MaxClients %d", s.MaxClients)
+	case s.IdleTimeout < 0:
+		return fmt.Errorf("redis: negative IdleTimeout %v", s.IdleTimeout)
+	}
+	return nil
+}
+
+// Serve accepts connections on l and serves each in its own goroutine
+// until Shutdown or Close, then returns ErrServerClosed. It closes l when
+// it returns. TLS is served by passing a listener from tls.NewListener.
+func (s *Server) Serve(l net.Listener) error {
+	if err := s.Validate(); err != nil {
+		l.Close()
+		return err
+	}
+	s.init()
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		l.Close()
+		return ErrServerClosed
+	}
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+		l.Close()
+	}()
+	var backoff time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			select {
+			case <-s.done:
+				return ErrServerClosed
+			default:
+			}
+			if isTemporary(err) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("redis: accept error; retrying", "err", err, "delay", backoff)
+				select {
+				case <-time.After(backoff):
+				case <-s.done:
+					return ErrServerClosed
+				}
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		s.accept(nc)
+	}
+}
+
+// isTemporary reports whether an accept error is worth retrying (too many
+// open files and the like).
+func isTemporary(err error) bool {
+	type temporary interface{ Temporary() bool }
+	var t temporary
+	var ne net.Error
+	return (errors.As(err, &t) && t.Temporary()) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+func (s *Server) accept(nc net.Conn) {
+	s.stats.connections.Add(1)
+	if s.protectedRefuses(nc.RemoteAddr()) {
+		s.stats.rejected.Add(1)
+		nc.SetWriteDeadline(time.Now().Add(time.Second))
+		nc.Write([]byte(deniedProtectedMode))
+		nc.Close()
+		s.log.Warn("redis: refused a non-loopback client in protected mode", "addr", addrString(nc.RemoteAddr()))
+		return
+	}
+	s.cfg.mu.RLock()
+	maxc := s.cfg.maxClients
+	s.cfg.mu.RUnlock()
+	if s.nclients.Load() >= int64(maxc) {
+		s.stats.rejected.Add(1)
+		nc.SetWriteDeadline(time.Now().Add(time.Second))
+		nc.Write([]byte("-ERR max number of clients reached\r\n"))
+		nc.Close()
+		return
+	}
+	c := newClient(s, nc)
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	s.clients[c] = struct{}{}
+	s.nclients.Add(1)
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		c.serve()
+		s.mu.Lock()
+		delete(s.clients, c)
+		s.mu.Unlock()
+		s.nclients.Add(-1)
+	}()
+}
+
+// ServeConn serves one already accepted connection on the calling
+// goroutine until it closes. Protected mode and MaxClients are applied as
+// for accepted connections. It is meant for tests and for embedding
+// behind a custom transport.
+func (s *Server) ServeConn(nc net.Conn) error {
+	if err := s.Validate(); err != nil {
+		nc.Close()
+		return err
+	}
+	s.init()
+	if s.protectedRefuses(nc.RemoteAddr()) {
+		nc.Write([]byte(deniedProtectedMode))
+		return nc.Close()
+	}
+	c := newClient(s, nc)
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nc.Close()
+	}
+	s.clients[c] = struct{}{}
+	s.nclients.Add(1)
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.clients, c)
+		s.mu.Unlock()
+		s.nclients.Add(-1)
+		s.wg.Done()
+	}()
+	c.serve()
+	return nil
+}
+
+// Shutdown stops the server gracefully: it closes the listeners, lets
+// every connection finish the commands it is executing (their replies are
+// sent), closes the connections, and waits for them, or until ctx is done
+// (then it closes the remaining connections at once and returns ctx's
+// error). It does not close the DB; sync and close it afterwards.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.init()
+	s.beginClose()
+	waited := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		<-waited
+		return ctx.Err()
+	}
+}
+
+// Close closes the listeners and every connection at once, without
+// waiting for commands in flight. It does not close the DB.
+func (s *Server) Close() error {
+	s.init()
+	s.beginClose()
+	s.mu.Lock()
+	for c := range s.clients {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Server) beginClose() {
+	s.mu.Lock()
+	var unsub func()
+	if !s.closing {
+		s.closing = true
+		close(s.done)
+		unsub = s.unsub
+	}
+	for l := range s.listeners {
+		l.Close()
+	}
+	for c := range s.clients {
+		c.interrupt()
+	}
+	s.mu.Unlock()
+	// Outside s.mu: the subscription callback may be waiting for s.mu.
+	if unsub != nil {
+		unsub()
+	}
+}
+
+// Addrs returns the addresses of the listeners being served.
+func (s *Server) Addrs() []net.Addr {
+	s.init()
+	return s.addrs()
+}
+
+func (s *Server) addrs() []net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var a []net.Addr
+	for l := range s.listeners {
+		a = append(a, l.Addr())
+	}
+	return a
+}
+
+// port returns the TCP port of a listener, for INFO and CONFIG GET.
+func (s *Server) port() int {
+	for _, a := range s.addrs() {
+		if t, ok := a.(*net.TCPAddr); ok {
+			return t.Port
+		}
+	}
+	return 0
+}
+
+func (s *Server) bindAddrs() string {
+	var out string
+	for _, a := range s.addrs() {
+		if t, ok := a.(*net.TCPAddr); ok {
+			if out != "" {
+				out += " "
+			}
+			out += t.IP.String()
+		}
+	}
+	return out
+}
+
+func (s *Server) clientByID(id int64) *client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.clients {
+		if c.id == id {
+			return c
+		}
+	}
+	return nil
+}
+
+func (s *Server) allClients() []*client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*client, 0, len(s.clients))
+	for c := range s.clients {
+		out = append(out, c)
+	}
+	sortClients(out)
+	return out
+}
+
+func (s *Server) countError(msg string) {
+	code := msg
+	for i := 0; i < len(msg); i++ {
+		if msg[i] == ' ' {
+			code = msg[:i]
+			break
+		}
+	}
+	if len(code) > 64 {
+		code = code[:64]
+	}
+	s.stats.errorReplies.Add(1)
+	s.stats.errMu.Lock()
+	if _, ok := s.stats.errorCounts[code]; ok || len(s.stats.errorCounts) < 128 {
+		s.stats.errorCounts[code]++
+	} else {
+		s.stats.errorCounts["ERRORSTATS_OVERFLOW"]++
+	}
+	s.stats.errMu.Unlock()
+}
+
+func newRunID() string {
+	var b [20]byte
+	if f, err := os.Open("/dev/urandom"); err == nil {
+		f.Read(b[:])
+		f.Close()
+	} else {
+		t := time.Now().UnixNano()
+		for i := range b {
+			b[i] = byte(t >> (8 * (i % 8)))
+		}
+	}
+	const hex = "0123456789abcdef"
+	out := make([]byte, 40)
+	for i, x := range b {
+		out[2*i], out[2*i+1] = hex[x>>4], hex[x&15]
+	}
+	return string(out)
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return "?:0"
+	}
+	switch t := a.(type) {
+	case *net.TCPAddr:
+		if ip4 := t.IP.To4(); ip4 != nil {
+			return ip4.String() + ":" + strconv.Itoa(t.Port)
+		}
+		return "[" + t.IP.String() + "]:" + strconv.Itoa(t.Port)
+	case *net.UnixAddr:
+		return t.Name + ":0"
+	}
+	return a.String()
+}
+
+// publish updates the lock-free copies; the caller holds mu (or owns c).
+func (c *runtimeConfig) publish() {
+	c.idleAtomic.Store(int64(c.idleTimeout))
+	c.bulkAtomic.Store(c.protoMaxBulkLen)
+}

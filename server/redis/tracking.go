@@ -1,0 +1,279 @@
+package redis
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/caskade/caskade/resp"
+)
+
+// Client-side caching (CLIENT TRACKING), as in Redis's tracking.c.
+//
+// In the default mode the server remembers, for each key a tracking
+// client read, that the client may cache it; the first change of the key
+// (through any protocol: the engine reports every commit to onCommit)
+// sends the client an invalidation and forgets the entry. In BCAST mode
+// every change of a key under one of the client's prefixes is sent.
+// Invalidations go to the client itself as RESP3 push messages
+// (>2 invalidate [keys]), or to the REDIRECT client: as a push if that
+// client speaks RESP3. A RESP2 redirect target would need Pub/Sub, which
+// caskade does not serve yet, so it receives nothing.
+
+// trackState is a client's tracking configuration, owned by its goroutine
+// except where noted.
+type trackState struct {
+	on       bool
+	bcast    bool
+	optin    bool
+	optout   bool
+	noloop   bool
+	caching  bool // CLIENT CACHING YES (optin) or NO (optout) for the next command
+	redirect int64
+	prefixes [][]byte
+	p3       bool // the client speaks RESP3
+}
+
+func (t *trackState) proto() int {
+	if t.p3 {
+		return 3
+	}
+	return 2
+}
+
+// wants reports whether the keys of the command being run are tracked.
+func (t *trackState) wants() bool {
+	switch {
+	case !t.on || t.bcast:
+		return false
+	case t.optin:
+		return t.caching
+	case t.optout:
+		return !t.caching
+	}
+	return true
+}
+
+// afterCommand clears the one-command CLIENT CACHING flag, except after
+// CLIENT CACHING itself and inside MULTI (as Redis does).
+func (t *trackState) afterCommand(cmd *command, inMulti bool) {
+	if inMulti || (cmd != nil && cmd.name == "client|caching") {
+		return
+	}
+	t.caching = false
+}
+
+// tracker is the server's tracking table.
+type tracker struct {
+	s       *Server
+	mu      sync.Mutex
+	keys    map[string]map[*client]struct{} // user key -> clients that may cache it
+	bcast   map[*client]struct{}
+	clients map[*client]struct{} // every tracking client
+	// inflight counts keys being written by NOLOOP clients, so that their
+	// own writes are not sent back to them.
+	inflight map[*client][][]byte
+}
+
+func newTracker(s *Server) *tracker {
+	return &tracker{
+		s:        s,
+		keys:     map[string]map[*client]struct{}{},
+		bcast:    map[*client]struct{}{},
+		clients:  map[*client]struct{}{},
+		inflight: map[*client][][]byte{},
+	}
+}
+
+// maxInvalidationKeys is the size of a commit above which every tracking
+// client is told to flush its whole cache (a null invalidation, as Redis
+// sends for FLUSHALL) instead of receiving the keys.
+const maxInvalidationKeys = 1000
+
+func (t *tracker) enable(c *client) {
+	t.mu.Lock()
+	t.clients[c] = struct{}{}
+	if c.trk.bcast {
+		t.bcast[c] = struct{}{}
+	}
+	t.mu.Unlock()
+	c.startPusher()
+	c.s.stats.trackingClient.Store(int64(t.count()))
+}
+
+func (t *tracker) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.clients)
+}
+
+// disable forgets everything about c (CLIENT TRACKING OFF, disconnect).
+func (t *tracker) disable(c *client) {
+	t.mu.Lock()
+	if _, ok := t.clients[c]; !ok {
+		t.mu.Unlock()
+		return
+	}
+	delete(t.clients, c)
+	delete(t.bcast, c)
+	delete(t.inflight, c)
+	for k, set := range t.keys {
+		if _, ok := set[c]; ok {
+			delete(set, c)
+			if len(set) == 0 {
+				delete(t.keys, k)
+			}
+		}
+	}
+	n := len(t.clients)
+	t.mu.Unlock()
+	c.s.stats.trackingClient.Store(int64(n))
+}
+
+// remember records that c may cache the keys of a read command it is
+// about to run. It is called before the read, so that a change between
+// the read and the registration cannot be missed.
+func (t *tracker) remember(c *client, cmd *command, args [][]byte) {
+	if !c.trk.wants() {
+		return
+	}
+	idx := cmd.keyIndexes(args, nil)
+	if len(idx) == 0 {
+		return
+	}
+	t.mu.Lock()
+	for _, i := range idx {
+		set := t.keys[string(args[i])]
+		if set == nil {
+			set = map[*client]struct{}{}
+			t.keys[string(args[i])] = set
+		}
+		set[c] = struct{}{}
+	}
+	t.mu.Unlock()
+}
+
+// totals returns the number of tracked keys and of (key, client) items.
+func (t *tracker) totals() (keys, items, prefixes int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, set := range t.keys {
+		items += len(set)
+	}
+	for c := range t.bcast {
+		prefixes += len(c.trk.prefixes)
+	}
+	return len(t.keys), items, prefixes
+}
+
+// onCommit is the DB subscription: it runs on the committing goroutine
+// for every commit and queues invalidations without blocking.
+func (t *tracker) onCommit(raw [][]byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.clients) == 0 {
+		return
+	}
+	if len(raw) > maxInvalidationKeys {
+		for c := range t.clients {
+			t.send(c, nil, true)
+		}
+		clear(t.keys)
+		return
+	}
+	var per map[*client][][]byte
+	add := func(c *client, k []byte) {
+		if c.trk.noloop && t.isInflight(c, k) {
+			return
+		}
+		if per == nil {
+			per = map[*client][][]byte{}
+		}
+		per[c] = append(per[c], k)
+	}
+	for _, r := range raw {
+		k, _, ok := userKey(r)
+		if !ok {
+			continue
+		}
+		if set := t.keys[string(k)]; set != nil {
+			for c := range set {
+				add(c, k)
+			}
+			delete(t.keys, string(k))
+		}
+		for c := range t.bcast {
+			if len(c.trk.prefixes) == 0 {
+				add(c, k)
+				continue
+			}
+			for _, p := range c.trk.prefixes {
+				if bytes.HasPrefix(k, p) {
+					add(c, k)
+					break
+				}
+			}
+		}
+	}
+	for c, keys := range per {
+		t.send(c, keys, false)
+	}
+}
+
+func (t *tracker) isInflight(c *client, k []byte) bool {
+	for _, x := range t.inflight[c] {
+		if bytes.Equal(x, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// send queues an invalidation for c's cache (all of it if flush). The
+// caller holds t.mu.
+func (t *tracker) send(c *client, keys [][]byte, flush bool) {
+	target := c
+	if c.trk.redirect != 0 {
+		target = t.s.clientByID(c.trk.redirect)
+		if target == nil {
+			if c.trk.proto() >= 3 {
+				var b []byte
+				b = resp.AppendPushHeader(b, 2, 3)
+				b = resp.AppendBulkString(b, "tracking-redir-broken")
+				b = resp.AppendInt(b, c.trk.redirect)
+				c.push(b)
+			}
+			return
+		}
+	}
+	if target.trk.proto() < 3 {
+		return // RESP2 targets need Pub/Sub (not served yet)
+	}
+	var b []byte
+	b = resp.AppendPushHeader(b, 2, 3)
+	b = resp.AppendBulkString(b, "invalidate")
+	if flush {
+		b = resp.AppendNull(b, 3)
+	} else {
+		b = resp.AppendArrayHeader(b, len(keys))
+		for _, k := range keys {
+			b = resp.AppendBulk(b, k)
+		}
+	}
+	if target != c {
+		target.startPusher()
+	}
+	target.push(b)
+}
+
+// markInflight records the keys a NOLOOP client is about to write.
+func (t *tracker) markInflight(c *client, keys [][]byte) {
+	t.mu.Lock()
+	t.inflight[c] = keys
+	t.mu.Unlock()
+}
+
+func (t *tracker) clearInflight(c *client) {
+	t.mu.Lock()
+	delete(t.inflight, c)
+	t.mu.Unlock()
+}

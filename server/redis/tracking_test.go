@@ -1,0 +1,174 @@
+package redis
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+)
+
+// TestRueidisClientSideCaching uses rueidis with client-side caching on
+// (its default): a cached GET is served from the cache until a write from
+// another client, or directly through the embedded DB, invalidates it.
+func TestRueidisClientSideCaching(t *testing.T) {
+	ts := startServer(t, nil)
+	ctx := context.Background()
+	inval := make(chan string, 100)
+	cli, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: []string{ts.addr},
+		OnInvalidations: func(ms []rueidis.RedisMessage) {
+			for _, m := range ms {
+				if k, err := m.ToString(); err == nil {
+					inval <- k
+				}
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	waitInval := func(key string) {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case k := <-inval:
+				if k == key {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("no invalidation of %q", key)
+			}
+		}
+	}
+	cached := func(key, want string, hit bool) {
+		t.Helper()
+		r := cli.DoCache(ctx, cli.B().Get().Key(key).Cache(), time.Minute)
+		v, err := r.ToString()
+		if err != nil {
+			t.Fatalf("cached GET %s: %v", key, err)
+		}
+		if v != want || r.IsCacheHit() != hit {
+			t.Fatalf("cached GET %s = %q (hit %v), want %q (hit %v)", key, v, r.IsCacheHit(), want, hit)
+		}
+	}
+	if err := cli.Do(ctx, cli.B().Set().Key("k").Value("v1").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	cached("k", "v1", false)
+	cached("k", "v1", true)
+
+	// A write from another client.
+	other := ts.goRedis(nil)
+	if err := other.Set(ctx, "k", "v2", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitInval("k")
+	cached("k", "v2", false)
+	cached("k", "v2", true)
+
+	// A write through the embedded database.
+	if err := ts.db.Set([]byte("k"), []byte("v3")); err != nil {
+		t.Fatal(err)
+	}
+	waitInval("k")
+	cached("k", "v3", false)
+
+	// A key in another database invalidates the same name (as in Redis).
+	other3 := ts.goRedis(&goredis.Options{DB: 3})
+	cached("k", "v3", true)
+	if err := other3.Set(ctx, "k", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitInval("k")
+	cached("k", "v3", false)
+
+	// Expiry set by another client invalidates too; the cache entry's TTL
+	// follows the key's PTTL.
+	if err := other.Expire(ctx, "k", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitInval("k")
+	r := cli.DoCache(ctx, cli.B().Get().Key("k").Cache(), time.Minute)
+	if v, _ := r.ToString(); v != "v3" || r.CacheTTL() <= 0 {
+		t.Fatalf("after EXPIRE: %q ttl %d", v, r.CacheTTL())
+	}
+}
+
+// TestTrackingRaw checks the push messages byte for byte.
+func TestTrackingRaw(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial()
+	c.send(cmd("HELLO", "3"))
+	for c.readLine() != "*0\r\n" {
+	}
+	c.do(cmd("CLIENT", "TRACKING", "ON"), "+OK\r\n")
+	c.do(cmd("GET", "a"), "_\r\n")
+	c.do(cmd("MGET", "b", "c"), "*2\r\n_\r\n_\r\n")
+	w := ts.dial()
+	w.do(cmd("MSET", "a", "1", "c", "2", "z", "3"), "+OK\r\n")
+	c.expect(">2\r\n$10\r\ninvalidate\r\n*2\r\n")
+	keys := c.readLine() + c.readLine() + c.readLine() + c.readLine()
+	if !slices.Contains([]string{"$1\r\na\r\n$1\r\nc\r\n", "$1\r\nc\r\n$1\r\na\r\n"}, keys) {
+		t.Fatalf("push keys %q", keys)
+	}
+	// One-shot: the next write of a sends nothing until a is read again.
+	w.do(cmd("SET", "a", "2"), "+OK\r\n")
+	c.do(cmd("PING"), "+PONG\r\n")
+
+	// OPTIN: only reads after CLIENT CACHING YES are tracked.
+	c.do(cmd("CLIENT", "TRACKING", "OFF"), "+OK\r\n")
+	c.do(cmd("CLIENT", "TRACKING", "ON", "OPTIN"), "+OK\r\n")
+	c.do(cmd("GET", "a"), "$1\r\n2\r\n")
+	c.do(cmd("CLIENT", "CACHING", "YES"), "+OK\r\n")
+	c.do(cmd("GET", "c"), "$1\r\n2\r\n")
+	w.do(cmd("MSET", "a", "3", "c", "3"), "+OK\r\n")
+	c.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nc\r\n")
+
+	// BCAST with a prefix.
+	c.do(cmd("CLIENT", "TRACKING", "OFF"), "+OK\r\n")
+	c.do(cmd("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "user:"), "+OK\r\n")
+	w.do(cmd("SET", "other", "1"), "+OK\r\n")
+	w.do(cmd("SET", "user:1", "1"), "+OK\r\n")
+	c.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$6\r\nuser:1\r\n")
+	c.do(cmd("CLIENT", "TRACKINGINFO"), "%3\r\n$5\r\nflags\r\n~2\r\n$2\r\non\r\n$5\r\nbcast\r\n$8\r\nredirect\r\n:0\r\n$8\r\nprefixes\r\n*1\r\n$5\r\nuser:\r\n")
+
+	// FLUSHALL of many keys: a null invalidation (flush everything).
+	var args []string
+	args = append(args, "MSET")
+	for i := range 1001 {
+		args = append(args, "user:"+itoa(int64(i)), "v")
+	}
+	w.do(cmd(args...), "+OK\r\n")
+	c.expect(">2\r\n$10\r\ninvalidate\r\n_\r\n")
+
+	// Errors, as in Redis.
+	c.do(cmd("CLIENT", "TRACKING", "ON"), "-ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.\r\n")
+	c.do(cmd("CLIENT", "TRACKING", "OFF"), "+OK\r\n")
+	c.do(cmd("CLIENT", "TRACKING", "ON", "PREFIX", "x"), "-ERR PREFIX option requires BCAST mode to be enabled\r\n")
+	c.do(cmd("CLIENT", "CACHING", "YES"), "-ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled\r\n")
+	c.do(cmd("CLIENT", "TRACKING", "ON", "REDIRECT", "9999"), "-ERR The client ID you want redirect to does not exist\r\n")
+	c.do(cmd("CLIENT", "GETREDIR"), ":-1\r\n")
+}
+
+// TestTrackingRedirect sends a RESP2 client's invalidations to a RESP3
+// connection.
+func TestTrackingRedirect(t *testing.T) {
+	ts := startServer(t, nil)
+	target := ts.dial()
+	target.send(cmd("HELLO", "3"))
+	for target.readLine() != "*0\r\n" {
+	}
+	target.send(cmd("CLIENT", "ID"))
+	id := target.readLine()
+	c := ts.dial()
+	c.do(cmd("CLIENT", "TRACKING", "ON", "REDIRECT", id[1:len(id)-2]), "+OK\r\n")
+	c.do(cmd("CLIENT", "GETREDIR"), id)
+	c.do(cmd("GET", "k"), "$-1\r\n")
+	ts.dial().do(cmd("SET", "k", "v"), "+OK\r\n")
+	target.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n")
+}
