@@ -13,18 +13,32 @@ func (db *DB) hintWorker() {
 	for {
 		select {
 		case id := <-db.hints:
-			db.writeHint(id)
+			db.writeHintIfLive(id)
 		case <-db.stop:
 			// Finish what is queued: each hint spares a scan at next open.
 			for {
 				select {
 				case id := <-db.hints:
-					db.writeHint(id)
+					db.writeHintIfLive(id)
 				default:
 					return
 				}
 			}
 		}
+	}
+}
+
+// writeHintIfLive writes the hint file of a sealed data file unless merge
+// has retired the file. It takes turns with merge, so a hint is never
+// written beside a file merge is retiring.
+func (db *DB) writeHintIfLive(id uint32) {
+	db.mergeMu.Lock()
+	defer db.mergeMu.Unlock()
+	db.mu.RLock()
+	_, live := db.fset.files[id]
+	db.mu.RUnlock()
+	if live {
+		db.writeHint(id)
 	}
 }
 

@@ -599,6 +599,9 @@ func (db *DB) Close() error {
 
 	close(db.stop)
 	db.bg.Wait()
+	// Wait for a merge or backup that a caller started.
+	db.mergeMu.Lock()
+	defer db.mergeMu.Unlock()
 	var errs []error
 	if a := db.active.Load(); a != nil && werr == nil {
 		if err := a.Sync(); err != nil {
