@@ -699,3 +699,27 @@ func TestParallelRecovery(t *testing.T) {
 		db.Close()
 	}
 }
+
+func TestBatchExpireAndSnapshotLookup(t *testing.T) {
+	clk := newTestClock()
+	db := openTest(t, t.TempDir(), &Options{Now: clk.Now, ExpiryPeriod: -1})
+	db.SetEntry([]byte("a"), []byte("1"), SetOptions{Flags: 3})
+	db.SetWithTTL([]byte("b"), []byte("2"), time.Minute)
+	var b Batch
+	b.ExpireAt([]byte("a"), clk.Now().Add(time.Hour))
+	b.ExpireAt([]byte("b"), time.Time{}) // persist
+	b.ExpireAt([]byte("missing"), clk.Now().Add(time.Hour))
+	if err := db.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	s := db.Snapshot()
+	defer s.Close()
+	v, info, err := s.Lookup([]byte("a"))
+	if err != nil || string(v) != "1" || info.Flags != 3 || info.TTL(clk.Now()) != time.Hour {
+		t.Fatalf("a: %q %+v %v", v, info, err)
+	}
+	if _, info, _ := s.Lookup([]byte("b")); !info.ExpiresAt.IsZero() {
+		t.Fatalf("b still expires: %+v", info)
+	}
+	mustMiss(t, db, "missing")
+}

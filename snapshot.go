@@ -84,6 +84,25 @@ func (s *Snapshot) Get(key []byte) ([]byte, error) {
 	return v, err
 }
 
+// Lookup returns the value of key as of the snapshot with its KeyInfo
+// (flags included), or ErrNotFound.
+func (s *Snapshot) Lookup(key []byte) ([]byte, KeyInfo, error) {
+	if s.closed.Load() {
+		return nil, KeyInfo{}, ErrClosed
+	}
+	e, ok := s.v.lookup(key)
+	if !ok {
+		return nil, KeyInfo{}, ErrNotFound
+	}
+	v, flags, err := s.v.db.readValue(s.v.files, key, e)
+	if err != nil {
+		return nil, KeyInfo{}, err
+	}
+	info := infoOf(e)
+	info.Flags = flags
+	return v, info, nil
+}
+
 // Stat returns what the snapshot knows about key, or ErrNotFound.
 func (s *Snapshot) Stat(key []byte) (KeyInfo, error) {
 	if s.closed.Load() {

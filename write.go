@@ -206,6 +206,13 @@ func (b *Batch) DeleteRange(begin, end []byte) {
 	b.ops = append(b.ops, op{kind: opDeleteRange, key: b.keep(begin), value: e})
 }
 
+// ExpireAt adds a change of key's expiry to t (the zero Time removes it, a
+// time in the past deletes the key). It does nothing to a missing key.
+func (b *Batch) ExpireAt(key []byte, t time.Time) {
+	exp := expiryAt(t)
+	b.ops = append(b.ops, op{kind: opExpire, key: b.keep(key), expiry: exp})
+}
+
 // Check makes the batch conditional: Write applies it only if key's
 // current version (KeyInfo.Version) is version, where 0 means the key has
 // no value; otherwise Write fails with ErrConflict and applies nothing. The
