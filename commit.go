@@ -78,33 +78,61 @@ type apply struct {
 // SyncAlways, durable. Concurrent callers are grouped: one of them, the
 // leader, writes every queued batch with one write and one fsync.
 func (db *DB) commit(ops []op, txn ...*txnReq) (uint64, error) {
-	if db.opts.ReadOnly {
-		return 0, ErrReadOnly
-	}
-	req := reqPool.Get().(*commitReq)
-	req.ops, req.version, req.txn = ops, 0, nil
+	var t *txnReq
 	if len(txn) > 0 {
-		req.txn = txn[0]
+		t = txn[0]
+	}
+	var vers [1]uint64
+	var errs [1]error
+	db.commitMany([][]op{ops}, []*txnReq{t}, vers[:], errs[:])
+	return vers[0], errs[0]
+}
+
+// commitMany runs several commits, in order, queued together so that they
+// share one group (one write, one fsync); each succeeds or fails on its
+// own. txns[i] may be nil. It fills vers and errs.
+func (db *DB) commitMany(opss [][]op, txns []*txnReq, vers []uint64, errs []error) {
+	if db.opts.ReadOnly {
+		for i := range errs {
+			errs[i] = ErrReadOnly
+		}
+		return
+	}
+	reqs := make([]*commitReq, len(opss))
+	for i := range reqs {
+		r := reqPool.Get().(*commitReq)
+		r.ops, r.version, r.txn = opss[i], 0, txns[i]
+		reqs[i] = r
 	}
 	defer func() {
-		req.ops, req.txn = nil, nil
-		reqPool.Put(req)
+		for _, r := range reqs {
+			r.ops, r.txn = nil, nil
+			reqPool.Put(r)
+		}
 	}()
 	db.cmu.Lock()
-	if db.closed {
+	if err := db.writeErr; db.closed || err != nil {
 		db.cmu.Unlock()
-		return 0, ErrClosed
+		if db.closed {
+			err = ErrClosed
+		}
+		for i := range errs {
+			errs[i] = err
+		}
+		return
 	}
-	if db.writeErr != nil {
-		err := db.writeErr
+	db.queue = append(db.queue, reqs...)
+	lead := !db.leading
+	if !lead {
 		db.cmu.Unlock()
-		return 0, err
-	}
-	db.queue = append(db.queue, req)
-	if db.leading {
-		db.cmu.Unlock()
-		if err := <-req.done; err != errLead {
-			return req.version, err
+		// Our requests sit together in the queue; only the first can be
+		// handed the lead, and then the group it takes holds them all.
+		if err := <-reqs[0].done; err != errLead {
+			errs[0], vers[0] = err, reqs[0].version
+			for i := 1; i < len(reqs); i++ {
+				errs[i], vers[i] = <-reqs[i].done, reqs[i].version
+			}
+			return
 		}
 		db.cmu.Lock()
 	}
@@ -127,8 +155,43 @@ func (db *DB) commit(ops []op, txn ...*txnReq) (uint64, error) {
 		db.idle.Broadcast()
 	}
 	db.cmu.Unlock()
-	err := <-req.done
-	return req.version, err
+	for i, r := range reqs {
+		errs[i], vers[i] = <-r.done, r.version
+	}
+}
+
+// WriteBatches applies several batches in order, each atomically and on
+// its own (a failed Check fails only its batch), sharing one write and,
+// under SyncAlways, one fsync: what a server needs to make a pipeline of
+// writes cost one group commit. It returns one error per batch.
+func (db *DB) WriteBatches(bs []*Batch) []error {
+	errs := make([]error, len(bs))
+	opss := make([][]op, 0, len(bs))
+	idx := make([]int, 0, len(bs))
+	for i, b := range bs {
+		ops, err := db.batchOps(b)
+		if err == nil {
+			err = db.checkOps(ops)
+		}
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if len(ops) > 0 {
+			opss = append(opss, ops)
+			idx = append(idx, i)
+		}
+	}
+	if len(opss) == 0 {
+		return errs
+	}
+	vers := make([]uint64, len(opss))
+	cerrs := make([]error, len(opss))
+	db.commitMany(opss, make([]*txnReq, len(opss)), vers, cerrs)
+	for j, i := range idx {
+		errs[i] = cerrs[j]
+	}
+	return errs
 }
 
 // runGroup evaluates, writes, syncs and applies a group of commits, then

@@ -516,3 +516,36 @@ func TestSyncEverySecError(t *testing.T) {
 		t.Fatalf("set after failed background sync: %v", err)
 	}
 }
+
+// WriteBatches shares one fsync among its batches, and a failed check
+// fails only its own batch.
+func TestWriteBatchesShareFsync(t *testing.T) {
+	efs := errorfs.New(vfs.NewMem())
+	db, err := Open("/db", &Options{FS: efs, ExpiryPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.Set([]byte("x"), []byte("0"))
+	before := efs.Count(errorfs.OpSync)
+	var bs []*Batch
+	for i := range 16 {
+		b := &Batch{}
+		if i == 5 {
+			b.Check([]byte("x"), 12345) // wrong version: this one fails
+		}
+		b.Set(fmt.Appendf(nil, "k%02d", i), []byte("v"))
+		bs = append(bs, b)
+	}
+	errs := db.WriteBatches(bs)
+	for i, err := range errs {
+		if (i == 5) != errors.Is(err, ErrConflict) || (i != 5 && err != nil) {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+	}
+	if n := efs.Count(errorfs.OpSync) - before; n != 1 {
+		t.Fatalf("%d fsyncs for one call of 16 batches", n)
+	}
+	mustMiss(t, db, "k05")
+	mustGet(t, db, "k15", "v")
+}

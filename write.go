@@ -248,11 +248,21 @@ func (b *Batch) keep(p []byte) []byte {
 // and, under SyncAlways, durable. The batch is unchanged and may be written
 // again or Reset.
 func (db *DB) Write(b *Batch) error {
+	ops, err := db.batchOps(b)
+	if err != nil || len(ops) == 0 {
+		return err
+	}
+	_, err = db.commitChecked(ops)
+	return err
+}
+
+// batchOps copies a batch's operations, making TTLs absolute.
+func (db *DB) batchOps(b *Batch) ([]op, error) {
 	if b.err != nil {
-		return b.err
+		return nil, b.err
 	}
 	if len(b.ops) == 0 {
-		return nil
+		return nil, nil
 	}
 	ops := make([]op, len(b.ops))
 	copy(ops, b.ops)
@@ -261,7 +271,7 @@ func (db *DB) Write(b *Batch) error {
 		if ops[i].ttl != 0 {
 			exp, err := db.expiryAfter(ops[i].ttl)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			ops[i].expiry, ops[i].ttl = exp, 0
 		}
@@ -269,6 +279,5 @@ func (db *DB) Write(b *Batch) error {
 			ops[i] = op{kind: opDelete, key: ops[i].key}
 		}
 	}
-	_, err := db.commitChecked(ops)
-	return err
+	return ops, nil
 }
