@@ -37,7 +37,12 @@ type Tx struct {
 	err    error // first invalid mutation
 	done   bool
 
+	probe        txWrite  // search key for writes, reused
+	reader       TxReader // the non-snapshot reader behind Tx's own read methods
 	committed    uint64
+	calls        int         // usable calls, to read the clock now and then
+	readOnly     bool        // ReadTransact: never commits, so records no read conflicts
+	iters        []*Iterator // fast-path iterators, closed when the transaction ends
 	watches      []*Watch
 	snapshotView TxReader
 }
@@ -79,7 +84,19 @@ func (db *DB) beginRead() *Tx {
 	db.txns.reads[tx.id] = tx.v.version
 	db.mu.Unlock()
 	tx.snapshotView = TxReader{tx: tx, snapshot: true}
+	tx.reader = TxReader{tx: tx}
 	return tx
+}
+
+// written returns the transaction's entry for key, if it wrote one.
+func (tx *Tx) written(key []byte) (*txWrite, bool) {
+	if tx.writes.Len() == 0 {
+		return nil, false
+	}
+	tx.probe.key = key
+	w, ok := tx.writes.Get(&tx.probe)
+	tx.probe.key = nil
+	return w, ok
 }
 
 // end releases the transaction's view and registration.
@@ -88,6 +105,9 @@ func (tx *Tx) end() {
 		return
 	}
 	tx.done = true
+	for _, it := range tx.iters {
+		it.Close() // an abandoned TxIterator's; closing twice is harmless
+	}
 	tx.v.release()
 	tx.db.mu.Lock()
 	delete(tx.db.txns.reads, tx.id)
@@ -116,10 +136,23 @@ func (tx *Tx) usable() error {
 	if tx.done {
 		return ErrTransactionDone
 	}
+	// Reading the clock on every step of a range read costs more than the
+	// step; look every 64 calls (and always on the first).
+	tx.calls++
+	if tx.calls%64 != 1 {
+		return nil
+	}
 	if lt := tx.db.opts.TxnLifetime; lt > 0 && tx.db.opts.Now().Sub(tx.start) > lt {
 		return ErrTransactionTooOld
 	}
 	return nil
+}
+
+// expired reports, reading the clock, whether the transaction outlived its
+// lifetime; Commit uses it so that a commit is never late.
+func (tx *Tx) expired() bool {
+	lt := tx.db.opts.TxnLifetime
+	return lt > 0 && tx.db.opts.Now().Sub(tx.start) > lt
 }
 
 // Snapshot returns a reader whose reads add no read conflicts: what it
@@ -128,21 +161,21 @@ func (tx *Tx) usable() error {
 func (tx *Tx) Snapshot() *TxReader { return &tx.snapshotView }
 
 // Get returns the value of key as the transaction sees it, or ErrNotFound.
-func (tx *Tx) Get(key []byte) ([]byte, error) { return (&TxReader{tx: tx}).Get(key) }
+func (tx *Tx) Get(key []byte) ([]byte, error) { return tx.reader.Get(key) }
 
 // GetKey resolves a key selector as the transaction sees the database.
-func (tx *Tx) GetKey(sel KeySelector) ([]byte, error) { return (&TxReader{tx: tx}).GetKey(sel) }
+func (tx *Tx) GetKey(sel KeySelector) ([]byte, error) { return tx.reader.GetKey(sel) }
 
 // GetRange returns the pairs between two key selectors (begin inclusive,
 // end exclusive) as the transaction sees them.
 func (tx *Tx) GetRange(begin, end KeySelector, opts *RangeOptions) ([]KeyValue, error) {
-	return (&TxReader{tx: tx}).GetRange(begin, end, opts)
+	return tx.reader.GetRange(begin, end, opts)
 }
 
 // RangeIterator returns an iterator over the pairs between two key
 // selectors; see TxIterator.
 func (tx *Tx) RangeIterator(begin, end KeySelector, opts *RangeOptions) *TxIterator {
-	return (&TxReader{tx: tx}).RangeIterator(begin, end, opts)
+	return tx.reader.RangeIterator(begin, end, opts)
 }
 
 // TxReader reads within a transaction; the one Snapshot returns adds no
@@ -152,8 +185,11 @@ type TxReader struct {
 	snapshot bool
 }
 
+// records reports whether this reader's reads add read conflict ranges.
+func (r *TxReader) records() bool { return !r.snapshot && !r.tx.readOnly }
+
 func (r *TxReader) conflict(kr keyRange) {
-	if !r.snapshot {
+	if r.records() {
 		r.tx.reads = append(r.tx.reads, kr)
 	}
 }
@@ -164,7 +200,7 @@ func (r *TxReader) Get(key []byte) ([]byte, error) {
 	if err := tx.usable(); err != nil {
 		return nil, err
 	}
-	w, ok := tx.writes.Get(&txWrite{key: key})
+	w, ok := tx.written(key)
 	if ok && w.known {
 		// Answered from the transaction's own writes: no read conflict.
 		if !w.present {
@@ -172,7 +208,9 @@ func (r *TxReader) Get(key []byte) ([]byte, error) {
 		}
 		return bytes.Clone(w.value), nil
 	}
-	r.conflict(keyRange{bytes.Clone(key), keyAfter(bytes.Clone(key))})
+	if r.records() {
+		r.conflict(keyRange{bytes.Clone(key), keyAfter(bytes.Clone(key))})
+	}
 	v, present, err := tx.value(key)
 	if err != nil {
 		return nil, err
@@ -180,13 +218,16 @@ func (r *TxReader) Get(key []byte) ([]byte, error) {
 	if !present {
 		return nil, ErrNotFound
 	}
+	if !ok {
+		return v, nil // read from the database into a new buffer: the caller's
+	}
 	return bytes.Clone(v), nil
 }
 
 // value returns key's value as the transaction sees it, without adding a
 // conflict range. The result must not be modified.
 func (tx *Tx) value(key []byte) ([]byte, bool, error) {
-	w, ok := tx.writes.Get(&txWrite{key: key})
+	w, ok := tx.written(key)
 	if ok && w.known {
 		return w.value, w.present, nil
 	}
@@ -246,7 +287,7 @@ func (tx *Tx) nextKey(k []byte, inclusive bool) ([]byte, bool, error) {
 		if it.Entry().Expired(tx.v.nowMs) || tx.cleared(key) {
 			continue
 		}
-		if _, written := tx.writes.Get(&txWrite{key: key}); written {
+		if _, written := tx.written(key); written {
 			continue
 		}
 		base = key
@@ -302,7 +343,7 @@ func (tx *Tx) prevKey(k []byte, inclusive bool) ([]byte, bool, error) {
 		if it.Entry().Expired(tx.v.nowMs) || tx.cleared(key) {
 			continue
 		}
-		if _, written := tx.writes.Get(&txWrite{key: key}); written {
+		if _, written := tx.written(key); written {
 			continue
 		}
 		base = key
@@ -447,6 +488,7 @@ type TxIterator struct {
 	err      error
 	started  bool
 	finished bool
+	fast     *Iterator // while the transaction has no writes: the snapshot's own iterator
 }
 
 // Next moves to the next pair; it returns false at the end or on error.
@@ -461,6 +503,9 @@ func (it *TxIterator) Next() bool {
 	if it.opts.Limit > 0 && it.n >= it.opts.Limit {
 		it.finish(true)
 		return false
+	}
+	if ok, done := it.nextFast(); done {
+		return ok
 	}
 	var k []byte
 	var ok bool
@@ -502,9 +547,70 @@ func (it *TxIterator) Next() bool {
 	return true
 }
 
+// nextFast steps the snapshot's own iterator while the transaction has
+// written nothing, which is most range reads; done is false when the slow
+// path (merging the transaction's writes) must take over.
+func (it *TxIterator) nextFast() (ok, done bool) {
+	tx := it.r.tx
+	if tx.writes.Len() > 0 || len(tx.clears) > 0 {
+		if it.fast != nil {
+			it.fast.Close()
+			it.fast = nil
+		}
+		return false, false
+	}
+	if it.fast == nil {
+		if it.started && it.cur == nil {
+			return false, false
+		}
+		tx.v.db.mu.Lock()
+		tx.v.db.snapshots++
+		tx.v.db.mu.Unlock()
+		tx.v.files.acquire()
+		it.fast = newIterator(tx.v, &IterOptions{LowerBound: it.lo, UpperBound: it.hi})
+		tx.iters = append(tx.iters, it.fast)
+		switch {
+		case !it.started && !it.opts.Reverse:
+			ok = it.fast.First()
+		case !it.started:
+			ok = it.fast.Last()
+		case !it.opts.Reverse:
+			ok = it.fast.Seek(keyAfter(it.cur))
+		default:
+			ok = it.fast.SeekLT(it.cur)
+		}
+	} else if it.opts.Reverse {
+		ok = it.fast.Prev()
+	} else {
+		ok = it.fast.Next()
+	}
+	it.started = true
+	if !ok {
+		if it.err = it.fast.Err(); it.err == nil {
+			it.finish(false)
+		}
+		return false, true
+	}
+	it.cur = bytes.Clone(it.fast.Key())
+	it.kv = KeyValue{Key: it.cur}
+	if !it.opts.KeysOnly {
+		v := it.fast.Value()
+		if it.err = it.fast.Err(); it.err != nil {
+			return false, true
+		}
+		it.kv.Value = bytes.Clone(v)
+	}
+	it.n++
+	return true, true
+}
+
 // finish adds the read conflict range for what the iterator covered.
 func (it *TxIterator) finish(limited bool) {
 	it.finished = true
+	if it.fast != nil {
+		it.fast.Close()
+		it.fast = nil
+	}
 	lo, hi := it.lo, it.hi
 	if limited && it.cur != nil {
 		if it.opts.Reverse {
@@ -713,8 +819,8 @@ func (tx *Tx) Commit() error {
 	if tx.err != nil {
 		return tx.err
 	}
-	if err := tx.usable(); err != nil {
-		return err
+	if tx.expired() {
+		return ErrTransactionTooOld
 	}
 	if len(tx.ops) == 0 {
 		tx.armWatches(tx.v.version)
@@ -791,6 +897,7 @@ func (db *DB) ReadTransact(ctx context.Context, fn func(tx *Tx) error) error {
 			return err
 		}
 		tx := db.beginRead()
+		tx.readOnly = true
 		err := runTx(tx, fn)
 		tx.Rollback()
 		if err == nil || !IsRetryable(err) {

@@ -643,3 +643,49 @@ func TestTxModel(t *testing.T) {
 		}
 	}
 }
+
+// Range reads of a transaction without writes take the snapshot's own
+// iterator; one abandoned half way is released with the transaction.
+func TestTxIteratorFastPath(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	for i := range 100 {
+		db.Set(fmt.Appendf(nil, "k%03d", i), fmt.Appendf(nil, "v%d", i))
+	}
+	err := db.ReadTransact(context.Background(), func(tx *Tx) error {
+		it := tx.RangeIterator(FirstGreaterOrEqual([]byte("k010")), FirstGreaterOrEqual([]byte("k020")), nil)
+		n := 0
+		for it.Next() {
+			if want := fmt.Sprintf("k%03d", 10+n); string(it.KeyValue().Key) != want {
+				return fmt.Errorf("key %q, want %s", it.KeyValue().Key, want)
+			}
+			n++
+		}
+		if n != 10 {
+			return fmt.Errorf("%d keys", n)
+		}
+		abandoned := tx.RangeIterator(FirstGreaterOrEqual(nil), FirstGreaterOrEqual([]byte("z")), &RangeOptions{Reverse: true})
+		if !abandoned.Next() || string(abandoned.KeyValue().Key) != "k099" {
+			return fmt.Errorf("reverse: %q", abandoned.KeyValue().Key)
+		}
+		return it.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A write part way switches an iterator to merging the writes.
+	tx, _ := db.Begin()
+	it := tx.RangeIterator(FirstGreaterOrEqual([]byte("k000")), FirstGreaterOrEqual([]byte("k005")), nil)
+	it.Next()
+	tx.Set([]byte("k0025"), []byte("new"))
+	var got []string
+	for it.Next() {
+		got = append(got, string(it.KeyValue().Key))
+	}
+	if fmt.Sprint(got) != "[k001 k002 k0025 k003 k004]" {
+		t.Fatalf("after a write: %v", got)
+	}
+	tx.Rollback()
+	if n := db.Stats().OpenSnapshots; n != 0 {
+		t.Fatalf("%d views left open", n)
+	}
+}
