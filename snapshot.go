@@ -262,8 +262,8 @@ func (v *view) rangeRead(begin, end []byte, opts *RangeOptions) ([]KeyValue, err
 func (v *view) rangeSelect(begin, end KeySelector, opts *RangeOptions) ([]KeyValue, error) {
 	b := v.resolve(begin)
 	e := v.resolve(end)
-	if e != nil && bytes.Compare(b, e) >= 0 {
-		return nil, nil
+	if b == nil || (e != nil && bytes.Compare(b, e) >= 0) {
+		return nil, nil // begin past the last key, or an empty range
 	}
 	return v.rangeRead(b, e, opts)
 }

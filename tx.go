@@ -386,7 +386,11 @@ func (tx *Tx) prevKey(k []byte, inclusive bool) ([]byte, bool, error) {
 // resolve finds the key a selector names as the transaction sees the
 // database ([]byte{} before the first key, nil after the last).
 func (tx *Tx) resolve(sel KeySelector) ([]byte, error) {
-	cur, ok, err := tx.prevKey(sel.Key, sel.OrEqual)
+	key := sel.Key
+	if key == nil {
+		key = []byte{} // the empty key, not prevKey's "end of the key space"
+	}
+	cur, ok, err := tx.prevKey(key, sel.OrEqual)
 	if err != nil {
 		return nil, err
 	}
@@ -460,6 +464,13 @@ func (r *TxReader) RangeIterator(begin, end KeySelector, opts *RangeOptions) *Tx
 		return it
 	}
 	if it.lo, it.err = r.tx.resolve(begin); it.err != nil {
+		return it
+	}
+	if it.lo == nil {
+		// The begin selector lands past the last key: nothing to read,
+		// but what was read to learn that is a conflict range.
+		it.finished = true
+		r.conflict(keyRange{bytes.Clone(begin.Key), nil})
 		return it
 	}
 	if it.hi, it.err = r.tx.resolve(end); it.err != nil {

@@ -609,7 +609,7 @@ func TestTxModel(t *testing.T) {
 			lo, hi := m.resolve(b, 0), m.resolve(e, 0)
 			var want []string
 			for _, mk := range m.live(0) {
-				if mk >= string(lo) && (hi == nil || mk < string(hi)) {
+				if lo != nil && mk >= string(lo) && (hi == nil || mk < string(hi)) {
 					want = append(want, mk)
 				}
 			}
@@ -687,5 +687,24 @@ func TestTxIteratorFastPath(t *testing.T) {
 	tx.Rollback()
 	if n := db.Stats().OpenSnapshots; n != 0 {
 		t.Fatalf("%d views left open", n)
+	}
+}
+
+// A begin selector past the last key reads nothing (it used to read from
+// the start of the key space).
+func TestRangeBeginPastEnd(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	db.Set([]byte("a"), []byte("1"))
+	for _, rev := range []bool{false, true} {
+		kvs, err := db.RangeSelect(FirstGreaterOrEqual([]byte("b")), FirstGreaterOrEqual([]byte("c")), &RangeOptions{Reverse: rev})
+		if err != nil || len(kvs) != 0 {
+			t.Fatalf("db, reverse %v: %v %v", rev, kvs, err)
+		}
+		tx, _ := db.Begin()
+		kvs, err = tx.GetRange(FirstGreaterOrEqual([]byte("b")), FirstGreaterOrEqual([]byte("c")), &RangeOptions{Reverse: rev})
+		if err != nil || len(kvs) != 0 {
+			t.Fatalf("tx, reverse %v: %v %v", rev, kvs, err)
+		}
+		tx.Rollback()
 	}
 }
