@@ -51,6 +51,7 @@ type client struct {
 	db       int
 	authed   bool
 	multi    *multiState
+	tx       *txState // an open CSK.BEGIN transaction
 	watches  []watchRec
 	cur      *command // the command being executed
 	errored  bool     // the current command replied an error
@@ -368,6 +369,7 @@ func (c *client) cleanup() {
 		c.s.monitors.remove(c)
 	}
 	c.st.end()
+	c.endTx()
 	close(c.done)
 	c.nc.Close()
 }
@@ -401,7 +403,11 @@ func (c *client) process(args [][]byte) {
 		return
 	}
 	if c.multi != nil && cmd.has(fNoMulti) {
-		c.reject(cmd, "ERR Command not allowed inside a transaction")
+		c.reject(cmd, noMultiRefusal(cmd))
+		return
+	}
+	if c.tx != nil && !txAllowed(cmd) {
+		c.reject(cmd, txRefusal(cmd))
 		return
 	}
 	if c.db == 0 && cmd.firstKey > 0 && c.hasReservedKey(cmd, args) {
@@ -494,6 +500,12 @@ func (c *client) exec(cmd *command, args [][]byte) {
 	if cmd.name == "exec" {
 		cmd.fn(c, args) // runs its own commit loop
 		return
+	}
+	if c.tx != nil {
+		if fn := txHandler(cmd.name); fn != nil {
+			c.execTx(cmd, args, fn)
+			return
+		}
 	}
 	if c.trk.on && cmd.has(fReadonly) {
 		c.s.track.remember(c, cmd, args)

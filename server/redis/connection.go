@@ -164,6 +164,7 @@ func cmdSelect(c *client, args [][]byte) {
 }
 
 func cmdReset(c *client, args [][]byte) {
+	c.endTx()
 	c.setMulti(nil)
 	c.unwatchAll()
 	c.db = 0

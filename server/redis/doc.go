@@ -40,6 +40,9 @@
 //     KEYS, SCAN (MATCH, COUNT, TYPE), RANDOMKEY, DBSIZE, FLUSHDB, FLUSHALL,
 //     OBJECT (ENCODING, FREQ, IDLETIME, REFCOUNT, HELP).
 //   - Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+//   - Ordered data and interactive transactions (beyond Redis, see below):
+//     CSK.RANGE, CSK.RANGESEL, CSK.GETKEY, CSK.CLEARRANGE, CSK.ATOMIC,
+//     CSK.VERSION, CSK.BEGIN, CSK.COMMIT, CSK.ROLLBACK, CSK.SNAPSHOT.
 //   - Server: INFO (all of Redis's sections that apply, with cmdstat_*,
 //     errorstat_* and db<n>:keys=...), CONFIG GET/SET/RESETSTAT/HELP,
 //     COMMAND (COUNT, INFO, DOCS, LIST, GETKEYS, HELP), TIME, LASTSAVE,
@@ -78,6 +81,92 @@
 // changed makes EXEC return the null array; a change to a key only read
 // makes the transaction run again. Range reads (KEYS, SCAN, DBSIZE)
 // inside a transaction are not part of that check.
+//
+// # Ordered data: the CSK commands
+//
+// caskade's keys are ordered, and a module-style command family exposes
+// what FoundationDB offers on top of that. Keys are the client's keys in
+// the selected database; every range and selector stays inside that
+// database (clamped at its bounds), so keys of other databases never
+// appear.
+//
+//   - CSK.RANGE [FROM begin] [TO end] [LIMIT n] [REV] [KEYSONLY]: the pairs
+//     with keys in [begin, end) (no FROM: the start of the database; no
+//     TO: its end), ascending, or descending with REV (the n nearest the
+//     end), at most n (LIMIT 0: no limit). The reply is a flat array key1,
+//     value1, key2, value2, ... in RESP2 and RESP3 alike (not a map, so
+//     the order is kept), or with KEYSONLY an array of keys. Errors:
+//     "ERR syntax error" for an unknown option, "ERR value is not an
+//     integer or out of range" for a bad LIMIT, "ERR inverted range" if
+//     begin > end (FoundationDB's inverted_range).
+//   - CSK.GETKEY key orequal offset: resolves a FoundationDB key selector
+//     (orequal 0 or 1, then offset keys forward, or back if negative):
+//     firstGreaterOrEqual(k) is "k 0 1", firstGreaterThan(k) "k 1 1",
+//     lastLessThan(k) "k 0 0", lastLessOrEqual(k) "k 1 0". The reply is
+//     the key; a selector that lands before the database's first key gives
+//     the empty string, one past its last key the null bulk string.
+//   - CSK.RANGESEL bkey borequal boffset ekey eorequal eoffset [LIMIT n]
+//     [REV] [KEYSONLY]: the pairs from the key the first selector resolves
+//     to (inclusive) to the second's (exclusive), replied as CSK.RANGE.
+//     An end that resolves before the begin gives an empty array.
+//   - CSK.CLEARRANGE [FROM begin] [TO end]: deletes every key in [begin,
+//     end) of the database in one atomic commit; +OK.
+//   - CSK.ATOMIC op key param: a FoundationDB atomic operation, op one of
+//     ADD, AND, OR, XOR, MAX, MIN (little-endian integers of param's
+//     length), BYTEMAX, BYTEMIN, APPENDIFFITS, COMPAREANDCLEAR (see the
+//     caskade.Tx methods of the same names), case-insensitive. It runs as
+//     a one-operation transaction, which never conflicts; +OK, or "ERR
+//     unknown atomic operation 'X'".
+//   - CSK.VERSION key: the commit version that last wrote the key (0 if it
+//     has none), which changes on every write of the key: a compare token.
+//
+// In database 0, FROM, TO and selector keys from 0xff on stand for the
+// end of the database (they are not refused, unlike keys written there).
+// The CSK commands are not allowed inside MULTI ("ERR Command not allowed
+// inside a transaction"); use CSK.BEGIN for transactions over ranges.
+//
+// # Interactive transactions
+//
+// CSK.BEGIN starts a serializable, optimistic transaction (a caskade.Tx)
+// on the connection, in the database selected then. Until CSK.COMMIT or
+// CSK.ROLLBACK, the commands GET, MGET, EXISTS, SET key value (the plain
+// form only: "ERR only plain SET is supported in a caskade transaction"),
+// MSET, DEL, INCR, INCRBY, DECR, DECRBY, CSK.RANGE, CSK.RANGESEL,
+// CSK.GETKEY, CSK.CLEARRANGE and CSK.ATOMIC run against the transaction:
+// reads see its snapshot with its own writes and record read conflicts,
+// writes are buffered. CSK.SNAPSHOT command args... runs one of GET, MGET,
+// EXISTS, CSK.RANGE, CSK.RANGESEL or CSK.GETKEY as a snapshot read, which
+// records no read conflict. Connection housekeeping stays allowed: PING,
+// ECHO, TIME, QUIT, RESET, HELLO, AUTH, CLIENT and COMMAND. Everything
+// else, SELECT included, is refused with "ERR command not allowed in a
+// caskade transaction"; MULTI with "ERR MULTI inside CSK.BEGIN is not
+// allowed", a second CSK.BEGIN with "ERR CSK.BEGIN calls can not be
+// nested", and CSK.BEGIN inside MULTI with "ERR CSK.BEGIN inside MULTI is
+// not allowed".
+//
+// CSK.COMMIT replies +OK or, if something the transaction read was
+// changed by another commit since it began, the retryable error
+// "CONFLICT transaction not committed due to conflict with another
+// transaction (1020)"; a transaction that outlived the engine's
+// transaction lifetime (caskade.Options.TxnLifetime, 5 s by default) gets
+// "TOOOLD transaction is too old to perform reads or be committed (1007)",
+// also retryable; other failures are "ERR ..." errors. Either way the
+// connection leaves the transaction, and nothing was applied unless the
+// reply is +OK. CSK.ROLLBACK discards it; CSK.COMMIT and CSK.ROLLBACK
+// without a transaction are errors ("ERR CSK.COMMIT without CSK.BEGIN"),
+// as is CSK.SNAPSHOT. RESET and closing the connection roll back.
+//
+// Reads past the lifetime fail with TOOOLD as soon as the engine notices
+// (it reads the clock every 64 transaction calls, and CSK.COMMIT always
+// checks); from the first TOOOLD on, every command of the transaction
+// replies TOOOLD until CSK.COMMIT or CSK.ROLLBACK. Read conflicts of range
+// reads and selectors are limited to the selected database, so writes to
+// other databases never fail a transaction. SET, MSET and INCR and its
+// variants in a transaction store values without an expiry (caskade.Tx
+// has no TTLs): INCR there of a key with a TTL makes it persistent; atomic
+// operations keep a key's expiry. An open transaction holds a snapshot of the database (and
+// so keeps merge from deleting old files) until it ends; the idle timeout
+// bounds how long an abandoned connection can hold one.
 //
 // # Client-side caching
 //

@@ -57,6 +57,16 @@ func FuzzDispatch(f *testing.F) {
 		"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPOST\r\n",
 		"\"unbalanced\r\n",
 		"*1\r\n$5\r\nRESET\r\n*1\r\n$7\r\nMONITOR\r\n*1\r\n$4\r\nPING\r\n",
+		cmd("MSET", "a", "1", "b", "2") + cmd("CSK.RANGE", "FROM", "a", "TO", "c", "LIMIT", "1", "REV", "KEYSONLY") +
+			cmd("CSK.RANGE", "FROM", "c", "TO", "a") + cmd("CSK.RANGE", "LIMIT", "-1"),
+		cmd("SELECT", "2") + cmd("SET", "k", "v") + cmd("CSK.GETKEY", "k", "1", "-9223372036854775808") +
+			cmd("CSK.RANGESEL", "", "0", "1", "\xff", "1", "9223372036854775807", "REV") + cmd("CSK.CLEARRANGE", "TO", "z"),
+		cmd("CSK.ATOMIC", "ADD", "n", "\x01\x00\x00\x00") + cmd("CSK.ATOMIC", "compareandclear", "n", "") +
+			cmd("CSK.ATOMIC", "nope", "n", "x") + cmd("CSK.VERSION", "n"),
+		cmd("CSK.BEGIN") + cmd("GET", "a") + cmd("SET", "a", "2") + cmd("INCR", "c") + cmd("CSK.SNAPSHOT", "CSK.RANGE") +
+			cmd("CSK.SNAPSHOT", "SET", "x", "y") + cmd("MULTI") + cmd("CSK.COMMIT"),
+		cmd("MULTI") + cmd("CSK.BEGIN") + cmd("EXEC") + cmd("CSK.BEGIN") + cmd("CSK.BEGIN") + cmd("RESET") + cmd("CSK.ROLLBACK"),
+		cmd("CSK.BEGIN") + cmd("CSK.CLEARRANGE") + cmd("CSK.ATOMIC", "APPENDIFFITS", "z", "x") + cmd("DEL", "a", "z"),
 	} {
 		f.Add([]byte(seed))
 	}

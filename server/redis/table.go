@@ -149,7 +149,7 @@ const (
 
 func newCommandTable() *commandTable {
 	t := &commandTable{m: map[string]*command{}}
-	for _, s := range commandSpecs() {
+	for _, s := range append(commandSpecs(), orderedSpecs()...) {
 		cmd := t.add(&command{name: s.name, arity: s.arity, flags: s.flags, firstKey: s.first,
 			lastKey: s.last, step: s.step, acl: s.acl, fn: s.fn})
 		for _, ss := range s.subcmd {
