@@ -689,6 +689,21 @@ func (tx *Tx) Set(key, value []byte) {
 	}
 }
 
+// SetEntry sets key to value with an expiry and flags (see SetOptions).
+// Within the transaction the key reads as value until the expiry passes
+// after commit.
+func (tx *Tx) SetEntry(key, value []byte, o SetOptions) {
+	exp := expiryAt(o.ExpiresAt)
+	if !o.ExpiresAt.IsZero() && exp <= tx.db.nowMs() {
+		tx.Clear(key)
+		return
+	}
+	if tx.mutation(op{kind: opSet, key: key, value: value, expiry: exp, flags: o.Flags}) {
+		w := tx.write(key)
+		w.known, w.present, w.value, w.pending = true, true, bytes.Clone(value), nil
+	}
+}
+
 // Clear removes key.
 func (tx *Tx) Clear(key []byte) {
 	if tx.mutation(op{kind: opDelete, key: key}) {

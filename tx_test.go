@@ -708,3 +708,24 @@ func TestRangeBeginPastEnd(t *testing.T) {
 		tx.Rollback()
 	}
 }
+
+func TestTxSetEntry(t *testing.T) {
+	clk := newTestClock()
+	db := openTest(t, t.TempDir(), &Options{Now: clk.Now, ExpiryPeriod: -1})
+	err := db.Transact(context.Background(), func(tx *Tx) error {
+		tx.SetEntry([]byte("k"), []byte("v"), SetOptions{ExpiresAt: clk.Now().Add(time.Minute), Flags: 9})
+		if v, err := tx.Get([]byte("k")); err != nil || string(v) != "v" {
+			return fmt.Errorf("in tx: %q %v", v, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, info, err := db.Lookup([]byte("k"))
+	if err != nil || info.Flags != 9 || info.TTL(clk.Now()) != time.Minute {
+		t.Fatalf("%+v %v", info, err)
+	}
+	clk.Advance(time.Minute)
+	mustMiss(t, db, "k")
+}
