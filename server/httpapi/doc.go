@@ -1,0 +1,103 @@
+// Package httpapi serves a caskade.DB over HTTP: raw values by key, JSON
+// listings and transactions, Prometheus metrics, health probes and
+// (optionally) runtime profiles. Server is an http.Handler; Serve and
+// Shutdown run it on listeners with net/http (HTTP/1.1 keep-alive, read,
+// write and idle timeouts).
+//
+// # Endpoints
+//
+//	GET    /v1/kv/{key}   the value (raw bytes, application/octet-stream)
+//	HEAD   /v1/kv/{key}   its headers
+//	PUT    /v1/kv/{key}   set it from the body; ?ttl=<seconds> or
+//	                      ?expires_at=<Unix seconds|RFC 3339>, ?flags=<uint32>;
+//	                      201 if created, 204 if replaced
+//	DELETE /v1/kv/{key}   delete it: 204, or 404 if absent
+//	GET    /v1/kv         list (see below)
+//	POST   /v1/txn        transaction (see below)
+//	GET    /metrics       Prometheus metrics (Server.Metrics)
+//	GET    /healthz       200 while the process serves
+//	GET    /readyz        200 while the database is open and accepts writes
+//	GET    /debug/pprof/  runtime profiles, only with EnablePprof
+//
+// {key} is the key URL-escaped (any bytes; "/" may appear raw or as %2F).
+// Keys are the Redis database 0 and memcached key space; keys starting
+// with the byte 0xff (Redis databases 1 and up) are refused with 400
+// reserved_key and never listed.
+//
+// Key responses carry the key's commit version as ETag ("123") and
+// Caskade-Version (123), its memcached client flags as Caskade-Flags and its
+// expiry as Caskade-Expires-At (RFC 3339). Conditional requests use the
+// version: If-Match: "123" (or 123, or a list) writes or deletes only if
+// the key is at that version, If-Match: * only if it exists,
+// If-None-Match: * only if it is absent; otherwise 412 precondition_failed.
+// The check and the write are one atomic commit (caskade.Batch.Check), so a
+// concurrent write from any protocol (a Redis SET, a memcached set) fails
+// the condition. GET honours If-None-Match (304) and If-Match (412). A PUT
+// response carries the new version when it can be confirmed by reading the
+// key back (the engine does not report a batch's commit version); if the
+// key was overwritten in between, the headers are left out.
+//
+// # Listings
+//
+//	GET /v1/kv?prefix=&start=&end=&limit=&reverse=&keys_only=&cursor=
+//
+// lists the keys in [max(prefix, start), min(end, prefix's end)) in key
+// order (reverse=true: descending), at most limit (default 1000, at most
+// 10000) per page, streamed as
+//
+//	{"items":[{"key":"a","value":"1","version":7,"flags":3,"expires_at":"..."},...],
+//	 "count":2,"next":"<cursor>"}
+//
+// next is present when more keys follow; pass it back as cursor= with the
+// same other parameters for the next page. The listing of each page is a
+// consistent snapshot; pages are not (keys written between pages show up
+// if they fall after the cursor). Keys and values that are not valid UTF-8
+// are base64-encoded (standard alphabet) and marked "key_b64": true or
+// "value_b64": true. keys_only=true leaves values (and flags) out. A read
+// error after the reply has started ends the object with an "error" member.
+//
+// # Transactions
+//
+// POST /v1/txn takes etcd's transaction shape:
+//
+//	{"compare":[{"key":"k","target":"version","result":"==","version":7},
+//	            {"key":"j","target":"value","result":"!=","value":"x"},
+//	            {"key":"n","target":"exists","result":"==","exists":false}],
+//	 "success":[{"put":{"key":"k","value":"v"}},
+//	            {"get":{"key":"j"}},
+//	            {"delete":{"key":"p/","prefix":true}},
+//	            {"range":{"key":"a","range_end":"b","limit":10}}],
+//	 "failure":[{"get":{"key":"k"}}]}
+//
+// and replies {"succeeded":true,"version":8,"responses":[{"put":{}},
+// {"get":{...}},{"delete":{"deleted":3}},{"range":{"items":[...],
+// "more":false}}]}. Results are ==, !=, <, >, <=, >= (or etcd's EQUAL,
+// NOT_EQUAL, LESS, GREATER). Keys, values and range ends take *_b64
+// variants for binary data. The compares and the chosen branch run in one
+// serializable caskade.Tx (retried on conflicts for up to 10 s, then 409
+// conflict): every key and range read, including those compared, is a read
+// conflict, so the transaction commits only if none of them changed. At
+// most 128 compares and 128 operations per branch.
+//
+// # Errors, limits and security
+//
+// Errors are JSON with a stable code:
+// {"error":{"code":"not_found","message":"key not found"}}. Codes include
+// not_found (404), precondition_failed (412), invalid_key, reserved_key,
+// invalid_argument, invalid_json, key_too_large (400), unauthorized (401),
+// protected_mode (403), method_not_allowed (405), conflict (409),
+// body_too_large, value_too_large (413), read_only, writes_stopped, closed
+// (503) and internal (500). Bodies are limited to MaxBodyBytes (413).
+// With Password set every request but /healthz and /readyz needs
+// "Authorization: Bearer <password>" (401 otherwise); without it only
+// loopback clients are served (403 protected_mode) unless
+// DisableProtectedMode is set.
+//
+// # Differences from etcd
+//
+// Versions are caskade commit versions (one counter for the database, as
+// etcd's revisions) but there is no history: no create_revision, no reads
+// at an old revision, no leases or watches over HTTP; a put takes "ttl"
+// (seconds), "expires_at" (Unix seconds) and "flags" instead of a lease.
+// Range items inside a transaction carry no versions.
+package httpapi

@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/caskade/caskade"
+)
+
+// errorBody is the JSON form of every error reply:
+//
+//	{"error": {"code": "not_found", "message": "key not found"}}
+//
+// The code is stable (clients switch on it); the message is for people.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"cannot encode reply"}}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, errorBody{errorDetail{Code: code, Message: msg}})
+}
+
+// dbErrorStatus maps a database error to an HTTP status and error code.
+func dbErrorStatus(err error) (int, string) {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.Is(err, errContended):
+		return http.StatusConflict, "conflict"
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge, "body_too_large"
+	case errors.Is(err, caskade.ErrNotFound):
+		return http.StatusNotFound, "not_found"
+	case errors.Is(err, caskade.ErrConflict):
+		return http.StatusPreconditionFailed, "precondition_failed"
+	case errors.Is(err, caskade.ErrKeyTooLarge):
+		return http.StatusBadRequest, "key_too_large"
+	case errors.Is(err, caskade.ErrValueTooLarge):
+		return http.StatusRequestEntityTooLarge, "value_too_large"
+	case errors.Is(err, caskade.ErrBatchTooLarge):
+		return http.StatusRequestEntityTooLarge, "transaction_too_large"
+	case errors.Is(err, caskade.ErrInvalidRange):
+		return http.StatusBadRequest, "invalid_range"
+	case errors.Is(err, caskade.ErrReadOnly):
+		return http.StatusServiceUnavailable, "read_only"
+	case errors.Is(err, caskade.ErrWritesStopped):
+		return http.StatusServiceUnavailable, "writes_stopped"
+	case errors.Is(err, caskade.ErrClosed):
+		return http.StatusServiceUnavailable, "closed"
+	case errors.Is(err, caskade.ErrCommitUnknownResult):
+		return http.StatusServiceUnavailable, "commit_unknown_result"
+	}
+	return http.StatusInternalServerError, "internal"
+}
+
+func writeDBError(w http.ResponseWriter, err error) {
+	status, code := dbErrorStatus(err)
+	msg := err.Error()
+	if code == "not_found" {
+		msg = "key not found"
+	}
+	writeError(w, status, code, msg)
+}

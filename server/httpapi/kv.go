@@ -1,0 +1,319 @@
+package httpapi
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caskade/caskade"
+)
+
+// Response headers of the key endpoints.
+const (
+	// HeaderVersion carries the key's commit version (the value of its
+	// ETag, unquoted).
+	HeaderVersion = "Caskade-Version"
+	// HeaderFlags carries the 32-bit client flags stored beside the value
+	// (memcached's flags).
+	HeaderFlags = "Caskade-Flags"
+	// HeaderExpiresAt carries the key's expiry time (RFC 3339, UTC) when
+	// it has one.
+	HeaderExpiresAt = "Caskade-Expires-At"
+)
+
+// maxAttempts bounds the retries of a conditional write that keeps losing
+// to concurrent writers.
+const maxAttempts = 1000
+
+var errContended = errors.New("httpapi: too many conflicting writes")
+
+// pathKey extracts the key of /v1/kv/{key} (URL-escaped in the path).
+func pathKey(r *http.Request) ([]byte, string, string) {
+	raw := r.URL.EscapedPath()
+	if !strings.HasPrefix(raw, kvPrefix) {
+		return nil, "invalid_key", "bad key path"
+	}
+	k, err := url.PathUnescape(raw[len(kvPrefix):])
+	if err != nil {
+		return nil, "invalid_key", "bad URL escape in key"
+	}
+	if k == "" {
+		return nil, "invalid_key", "empty key"
+	}
+	if k[0] == 0xff {
+		return nil, "reserved_key", "keys starting with the byte 0xff are reserved"
+	}
+	return []byte(k), "", ""
+}
+
+// etagOf formats a version as an entity tag.
+func etagOf(v uint64) string { return `"` + strconv.FormatUint(v, 10) + `"` }
+
+// precondition is a parsed If-Match or If-None-Match header.
+type precondition struct {
+	present  bool
+	any      bool // "*"
+	versions []uint64
+	bad      bool // a tag that is not a version (it matches nothing)
+}
+
+// parsePrecondition reads a list of entity tags ("123", W/"123", 123, *).
+func parsePrecondition(h http.Header, name string) precondition {
+	vals := h.Values(name)
+	if len(vals) == 0 {
+		return precondition{}
+	}
+	p := precondition{present: true}
+	for _, v := range vals {
+		for _, tag := range strings.Split(v, ",") {
+			tag = strings.TrimSpace(tag)
+			if tag == "" {
+				continue
+			}
+			if tag == "*" {
+				p.any = true
+				continue
+			}
+			tag = strings.TrimPrefix(tag, "W/")
+			tag = strings.Trim(tag, `"`)
+			n, err := strconv.ParseUint(tag, 10, 64)
+			if err != nil {
+				p.bad = true
+				continue
+			}
+			p.versions = append(p.versions, n)
+		}
+	}
+	return p
+}
+
+// matches reports whether the precondition's tags match a key that exists
+// (at version) or not.
+func (p precondition) matches(exists bool, version uint64) bool {
+	if !exists {
+		return false
+	}
+	if p.any {
+		return true
+	}
+	for _, v := range p.versions {
+		if v == version {
+			return true
+		}
+	}
+	return false
+}
+
+// allows reports whether the If-Match and If-None-Match preconditions let
+// a request proceed on a key that exists (at version) or not.
+func allows(ifMatch, ifNoneMatch precondition, exists bool, version uint64) bool {
+	if ifMatch.present && !ifMatch.matches(exists, version) {
+		return false
+	}
+	if ifNoneMatch.present && ifNoneMatch.matches(exists, version) {
+		return false
+	}
+	return true
+}
+
+func setKeyHeaders(h http.Header, info caskade.KeyInfo) {
+	v := strconv.FormatUint(info.Version, 10)
+	h.Set("ETag", `"`+v+`"`)
+	h.Set(HeaderVersion, v)
+	h.Set(HeaderFlags, strconv.FormatUint(uint64(info.Flags), 10))
+	if !info.ExpiresAt.IsZero() {
+		h.Set(HeaderExpiresAt, info.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	}
+}
+
+// kv serves GET, HEAD, PUT and DELETE on /v1/kv/{key}.
+func (s *Server) kv(w http.ResponseWriter, r *http.Request) {
+	key, code, msg := pathKey(r)
+	if code != "" {
+		writeError(w, http.StatusBadRequest, code, msg)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		s.kvGet(w, r, key)
+	case http.MethodPut:
+		s.kvPut(w, r, key)
+	case http.MethodDelete:
+		s.kvDelete(w, r, key)
+	default:
+		w.Header().Set("Allow", "GET, HEAD, PUT, DELETE")
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "method "+r.Method+" not allowed")
+	}
+}
+
+func (s *Server) kvGet(w http.ResponseWriter, r *http.Request, key []byte) {
+	val, info, err := s.DB.Lookup(key)
+	exists := err == nil
+	if err != nil && !errors.Is(err, caskade.ErrNotFound) {
+		writeDBError(w, err)
+		return
+	}
+	ifMatch := parsePrecondition(r.Header, "If-Match")
+	if ifMatch.present && !ifMatch.matches(exists, info.Version) {
+		writeError(w, http.StatusPreconditionFailed, "precondition_failed", "If-Match does not match the key's version")
+		return
+	}
+	if !exists {
+		writeError(w, http.StatusNotFound, "not_found", "key not found")
+		return
+	}
+	h := w.Header()
+	setKeyHeaders(h, info)
+	if inm := parsePrecondition(r.Header, "If-None-Match"); inm.present && inm.matches(true, info.Version) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", strconv.Itoa(len(val)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(val)
+	}
+}
+
+// writeOptions parses ?ttl= (seconds), ?expires_at= (Unix seconds or RFC
+// 3339) and ?flags= (uint32).
+func writeOptions(q url.Values, now time.Time) (caskade.SetOptions, string) {
+	var o caskade.SetOptions
+	ttl, at := q.Get("ttl"), q.Get("expires_at")
+	if ttl != "" && at != "" {
+		return o, "give ttl or expires_at, not both"
+	}
+	if ttl != "" {
+		n, err := strconv.ParseInt(ttl, 10, 64)
+		if err != nil || n <= 0 || n > 100*365*24*3600 {
+			return o, "ttl must be a positive number of seconds"
+		}
+		o.ExpiresAt = now.Add(time.Duration(n) * time.Second)
+	}
+	if at != "" {
+		if n, err := strconv.ParseInt(at, 10, 64); err == nil && n > 0 {
+			o.ExpiresAt = time.Unix(n, 0)
+		} else if t, err := time.Parse(time.RFC3339Nano, at); err == nil && t.Unix() > 0 {
+			o.ExpiresAt = t
+		} else {
+			return o, "expires_at must be a Unix time in seconds or an RFC 3339 time"
+		}
+	}
+	if f := q.Get("flags"); f != "" {
+		n, err := strconv.ParseUint(f, 10, 32)
+		if err != nil {
+			return o, "flags must be an unsigned 32-bit number"
+		}
+		o.Flags = uint32(n)
+	}
+	return o, ""
+}
+
+func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, key []byte) {
+	opts, msg := writeOptions(r.URL.Query(), time.Now())
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, "invalid_argument", msg)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", "request body larger than "+strconv.FormatInt(s.maxBody, 10)+" bytes")
+			return
+		}
+		writeError(w, http.StatusBadRequest, "bad_body", err.Error())
+		return
+	}
+	ifMatch := parsePrecondition(r.Header, "If-Match")
+	ifNoneMatch := parsePrecondition(r.Header, "If-None-Match")
+	var b caskade.Batch
+	created := false
+	err = errContended
+	for range maxAttempts {
+		info, serr := s.DB.Stat(key)
+		exists := serr == nil
+		if serr != nil && !errors.Is(serr, caskade.ErrNotFound) {
+			err = serr
+			break
+		}
+		if !allows(ifMatch, ifNoneMatch, exists, info.Version) {
+			writeError(w, http.StatusPreconditionFailed, "precondition_failed", "the key's version does not satisfy If-Match / If-None-Match")
+			return
+		}
+		b.Reset()
+		b.Check(key, info.Version)
+		b.SetEntry(key, body, opts)
+		err = s.DB.Write(&b)
+		if !errors.Is(err, caskade.ErrConflict) {
+			created = !exists
+			break
+		}
+	}
+	if err != nil {
+		writeDBError(w, err)
+		return
+	}
+	if v := s.versionOf(key, body, opts.Flags); v != 0 {
+		w.Header().Set("ETag", etagOf(v))
+		w.Header().Set(HeaderVersion, strconv.FormatUint(v, 10))
+	}
+	if created {
+		w.WriteHeader(http.StatusCreated)
+	} else {
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// versionOf returns the version of key if it still holds value and flags
+// (as just written), else 0: the engine does not report the version a
+// Batch committed at, and reporting a later writer's version for other
+// bytes would let a conditional write overwrite data the client never saw.
+func (s *Server) versionOf(key, value []byte, flags uint32) uint64 {
+	v, info, err := s.DB.Lookup(key)
+	if err != nil || info.Flags != flags || !bytes.Equal(v, value) {
+		return 0
+	}
+	return info.Version
+}
+
+func (s *Server) kvDelete(w http.ResponseWriter, r *http.Request, key []byte) {
+	ifMatch := parsePrecondition(r.Header, "If-Match")
+	ifNoneMatch := parsePrecondition(r.Header, "If-None-Match")
+	var b caskade.Batch
+	err := errContended
+	for range maxAttempts {
+		info, serr := s.DB.Stat(key)
+		exists := serr == nil
+		if serr != nil && !errors.Is(serr, caskade.ErrNotFound) {
+			err = serr
+			break
+		}
+		if !allows(ifMatch, ifNoneMatch, exists, info.Version) {
+			writeError(w, http.StatusPreconditionFailed, "precondition_failed", "the key's version does not satisfy If-Match / If-None-Match")
+			return
+		}
+		if !exists {
+			writeError(w, http.StatusNotFound, "not_found", "key not found")
+			return
+		}
+		b.Reset()
+		b.Check(key, info.Version)
+		b.Delete(key)
+		err = s.DB.Write(&b)
+		if !errors.Is(err, caskade.ErrConflict) {
+			break
+		}
+	}
+	if err != nil {
+		writeDBError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,164 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"slices"
+	"testing"
+
+	"github.com/caskade/caskade"
+)
+
+type listReply struct {
+	Items []item     `json:"items"`
+	Count int        `json:"count"`
+	Next  string     `json:"next"`
+	Error *errorBody `json:"error"`
+}
+
+func (ts *testServer) list(t *testing.T, q url.Values) listReply {
+	t.Helper()
+	r := ts.do(t, "GET", "/v1/kv?"+q.Encode(), "").want(t, 200, "")
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	var lr listReply
+	if err := json.Unmarshal([]byte(r.body), &lr); err != nil {
+		t.Fatalf("listing is not JSON: %v\n%s", err, r.body)
+	}
+	if lr.Count != len(lr.Items) {
+		t.Fatalf("count %d for %d items", lr.Count, len(lr.Items))
+	}
+	return lr
+}
+
+func keysOf(lr listReply) []string {
+	var ks []string
+	for _, it := range lr.Items {
+		ks = append(ks, it.Key)
+	}
+	return ks
+}
+
+func TestList(t *testing.T) {
+	ts := startServer(t)
+	for _, k := range []string{"a", "b/1", "b/2", "b/3", "c"} {
+		if err := ts.db.SetEntry([]byte(k), []byte("v"+k), caskade.SetOptions{Flags: 7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Binary key and value, and keys of Redis databases 1+ (never listed).
+	if err := ts.db.Set([]byte("bin\xff\x00"), []byte("\x80\x81")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.db.Set([]byte("\xff\x01hidden"), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	lr := ts.list(t, url.Values{})
+	if got, want := keysOf(lr), []string{"a", "b/1", "b/2", "b/3", base64.StdEncoding.EncodeToString([]byte("bin\xff\x00")), "c"}; !slices.Equal(got, want) {
+		t.Fatalf("keys %q, want %q", got, want)
+	}
+	bin := lr.Items[4]
+	if !bin.KeyB64 || !bin.ValueB64 || *bin.Value != base64.StdEncoding.EncodeToString([]byte("\x80\x81")) {
+		t.Fatalf("binary item %+v", bin)
+	}
+	if a := lr.Items[0]; a.KeyB64 || a.ValueB64 || *a.Value != "va" || a.Flags != 7 || a.Version == 0 {
+		t.Fatalf("item a %+v", a)
+	}
+	if lr.Next != "" {
+		t.Fatal("next on a complete listing")
+	}
+
+	for _, tc := range []struct {
+		q    url.Values
+		want []string
+	}{
+		{url.Values{"prefix": {"b/"}}, []string{"b/1", "b/2", "b/3"}},
+		{url.Values{"prefix": {"b/"}, "start": {"b/2"}}, []string{"b/2", "b/3"}},
+		{url.Values{"prefix": {"b/"}, "end": {"b/3"}}, []string{"b/1", "b/2"}},
+		{url.Values{"start": {"b"}, "end": {"c"}}, []string{"b/1", "b/2", "b/3", base64.StdEncoding.EncodeToString([]byte("bin\xff\x00"))}},
+		{url.Values{"prefix": {"b/"}, "reverse": {"true"}}, []string{"b/3", "b/2", "b/1"}},
+		{url.Values{"prefix": {"b/"}, "reverse": {"1"}, "limit": {"2"}}, []string{"b/3", "b/2"}},
+		{url.Values{"start": {"x"}, "end": {"a"}}, nil},
+		{url.Values{"prefix": {"zzz"}}, nil},
+		{url.Values{"start": {"\xfe"}}, nil},
+		{url.Values{"end": {"\xff\xff"}, "start": {"c"}}, []string{"c"}},
+	} {
+		if got := keysOf(ts.list(t, tc.q)); !slices.Equal(got, tc.want) {
+			t.Errorf("%v: %q, want %q", tc.q, got, tc.want)
+		}
+	}
+	ko := ts.list(t, url.Values{"prefix": {"a"}, "keys_only": {"true"}})
+	if len(ko.Items) != 1 || ko.Items[0].Value != nil || ko.Items[0].Version == 0 {
+		t.Fatalf("keys_only: %+v", ko.Items)
+	}
+	for _, q := range []string{"limit=0", "limit=x", "reverse=maybe", "keys_only=2", "cursor=%21%21", "prefix=%FF"} {
+		r := ts.do(t, "GET", "/v1/kv?"+q, "")
+		if r.status != 400 {
+			t.Errorf("%s: %d %s", q, r.status, r.body)
+		}
+	}
+	// A forward cursor is refused for a reverse listing.
+	first := ts.list(t, url.Values{"limit": {"1"}})
+	ts.do(t, "GET", "/v1/kv?reverse=true&cursor="+first.Next, "").want(t, 400, "invalid_argument")
+}
+
+// TestListPaging pages through a few thousand keys forwards and backwards
+// with random page sizes and checks nothing is missed or repeated.
+func TestListPaging(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 1))
+	ts := startServer(t)
+	const n = 3000
+	var want []string
+	var b caskade.Batch
+	for i := range n {
+		k := fmt.Sprintf("key/%05d/%x", i, r.Uint32())
+		want = append(want, k)
+		b.Set([]byte(k), []byte(fmt.Sprint(i)))
+	}
+	b.Set([]byte("other"), []byte("x"))
+	if err := ts.db.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(want)
+	for _, reverse := range []bool{false, true} {
+		var got []string
+		cursor := ""
+		pages := 0
+		for {
+			q := url.Values{"prefix": {"key/"}, "limit": {fmt.Sprint(1 + r.IntN(400))}}
+			if reverse {
+				q.Set("reverse", "true")
+			}
+			if cursor != "" {
+				q.Set("cursor", cursor)
+			}
+			lr := ts.list(t, q)
+			got = append(got, keysOf(lr)...)
+			pages++
+			if lr.Next == "" {
+				break
+			}
+			cursor = lr.Next
+			if pages > n {
+				t.Fatal("paging does not end")
+			}
+		}
+		exp := slices.Clone(want)
+		if reverse {
+			slices.Reverse(exp)
+		}
+		if !slices.Equal(got, exp) {
+			t.Fatalf("reverse=%v: %d keys in %d pages, want %d", reverse, len(got), pages, len(exp))
+		}
+	}
+	// The default limit applies, and larger limits are capped.
+	if lr := ts.list(t, url.Values{}); lr.Count != DefaultListLimit || lr.Next == "" {
+		t.Fatalf("default page: %d items, next %q", lr.Count, lr.Next)
+	}
+}

@@ -1,0 +1,407 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/metrics"
+)
+
+// Defaults for zero fields of Server, and fixed limits.
+const (
+	DefaultMaxBodyBytes      = 32 << 20
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = time.Minute
+	DefaultWriteTimeout      = time.Minute
+	DefaultIdleTimeout       = 2 * time.Minute
+	// DefaultListLimit is the page size of GET /v1/kv without limit, and
+	// MaxListLimit the largest page (larger limits are reduced to it).
+	DefaultListLimit = 1000
+	MaxListLimit     = 10000
+	// MaxTxnOps bounds the compares and the operations of each branch of
+	// a POST /v1/txn (as etcd's --max-txn-ops).
+	MaxTxnOps = 128
+	// TxnTimeout bounds how long POST /v1/txn retries on conflicts.
+	TxnTimeout = 10 * time.Second
+)
+
+// Server is caskade's HTTP API over a caskade.DB. It implements
+// http.Handler; Serve and Shutdown run it on listeners with a net/http
+// server configured from the fields (keep-alive, timeouts). Set the fields
+// before first use and do not change them afterwards. A Server is safe for
+// concurrent use.
+type Server struct {
+	// DB is the database served. It must be open; the Server never closes
+	// it.
+	DB *caskade.DB
+	// Password, if set, is required as "Authorization: Bearer <password>"
+	// on every request except /healthz and /readyz (compared in constant
+	// time; 401 otherwise). Without it, protected mode applies.
+	Password string
+	// DisableProtectedMode serves clients from non-loopback addresses
+	// without a Password. By default (protected mode, as in Redis) they get
+	// 403.
+	DisableProtectedMode bool
+	// MaxBodyBytes bounds request bodies (PUT values, transactions);
+	// larger ones get 413. Default 32 MiB.
+	MaxBodyBytes int64
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout
+	// configure the net/http server Serve runs (defaults 10 s, 1 min,
+	// 1 min, 2 min; negative means none). IdleTimeout bounds keep-alive
+	// connections between requests.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	// EnablePprof serves the runtime profiles under /debug/pprof/ (behind
+	// the same protection as the API). Off by default.
+	EnablePprof bool
+	// Metrics is served at /metrics and receives request metrics; nil
+	// serves 404 there and records nothing.
+	Metrics *metrics.Metrics
+	// Logger receives the server's log; nil discards it.
+	Logger *slog.Logger
+
+	initOnce sync.Once
+	log      *slog.Logger
+	maxBody  int64
+	pwHash   [sha256.Size]byte
+	routes   [numRoutes]*metrics.CommandHandle
+
+	mu      sync.Mutex
+	srv     *http.Server
+	closing bool
+}
+
+// route identifies an endpoint, for metrics.
+type route int
+
+const (
+	routeKVGet route = iota
+	routeKVHead
+	routeKVPut
+	routeKVDelete
+	routeKVList
+	routeTxn
+	routeMetrics
+	routeHealthz
+	routeReadyz
+	routePprof
+	routeUnknown
+	numRoutes
+)
+
+var routeNames = [numRoutes]string{
+	routeKVGet: "kv_get", routeKVHead: "kv_head", routeKVPut: "kv_put",
+	routeKVDelete: "kv_delete", routeKVList: "kv_list", routeTxn: "txn",
+	routeMetrics: "metrics", routeHealthz: "healthz", routeReadyz: "readyz",
+	routePprof: "pprof", routeUnknown: "unknown",
+}
+
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		s.log = s.Logger
+		if s.log == nil {
+			s.log = slog.New(slog.DiscardHandler)
+		}
+		s.maxBody = s.MaxBodyBytes
+		if s.maxBody <= 0 {
+			s.maxBody = DefaultMaxBodyBytes
+		}
+		s.pwHash = sha256.Sum256([]byte(s.Password))
+		s.Metrics.RegisterCommands(metrics.ProtocolHTTP, routeNames[:]...)
+		for i := range s.routes {
+			s.routes[i] = s.Metrics.Command(metrics.ProtocolHTTP, routeNames[i])
+		}
+	})
+}
+
+func timeout(v, def time.Duration) time.Duration {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+func (s *Server) httpServer() (*http.Server, error) {
+	s.init()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, http.ErrServerClosed
+	}
+	if s.srv == nil {
+		s.srv = &http.Server{
+			Handler:           s,
+			ReadHeaderTimeout: timeout(s.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+			ReadTimeout:       timeout(s.ReadTimeout, DefaultReadTimeout),
+			WriteTimeout:      timeout(s.WriteTimeout, DefaultWriteTimeout),
+			IdleTimeout:       timeout(s.IdleTimeout, DefaultIdleTimeout),
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+			ConnState: func(_ net.Conn, st http.ConnState) {
+				switch st {
+				case http.StateNew:
+					s.Metrics.ConnOpened(metrics.ProtocolHTTP)
+				case http.StateClosed, http.StateHijacked:
+					s.Metrics.ConnClosed(metrics.ProtocolHTTP)
+				}
+			},
+		}
+	}
+	return s.srv, nil
+}
+
+// Serve serves HTTP on l (HTTP/1.1 with keep-alive) until Shutdown or
+// Close, then returns http.ErrServerClosed. It may be called for several
+// listeners.
+func (s *Server) Serve(l net.Listener) error {
+	if s.DB == nil {
+		l.Close()
+		return errors.New("httpapi: Server.DB is nil")
+	}
+	srv, err := s.httpServer()
+	if err != nil {
+		l.Close()
+		return err
+	}
+	return srv.Serve(l)
+}
+
+// Shutdown stops the listeners, waits for requests in progress to finish
+// and closes idle connections, as http.Server.Shutdown does. It does not
+// close the DB.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	srv := s.srv
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	return srv.Shutdown(ctx)
+}
+
+// Close closes the listeners and all connections at once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closing = true
+	srv := s.srv
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	return srv.Close()
+}
+
+// statusWriter records the status of a response, for metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush implements http.Flusher.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.init()
+	rt := classify(r.URL.Path, r.Method)
+	if s.Metrics == nil {
+		s.serve(w, r, rt)
+		return
+	}
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	s.serve(sw, r, rt)
+	st := sw.status
+	if st == 0 {
+		st = http.StatusOK
+	}
+	// Misses, failed preconditions and not-modified replies are normal
+	// outcomes, not errors.
+	failed := st >= 400 && st != http.StatusNotFound && st != http.StatusPreconditionFailed
+	s.routes[rt].Observe(time.Since(start), failed)
+}
+
+const kvPrefix = "/v1/kv/"
+
+// classify names the endpoint of a request, for metrics.
+func classify(path, method string) route {
+	switch {
+	case strings.HasPrefix(path, kvPrefix):
+		switch method {
+		case http.MethodGet:
+			return routeKVGet
+		case http.MethodHead:
+			return routeKVHead
+		case http.MethodPut:
+			return routeKVPut
+		case http.MethodDelete:
+			return routeKVDelete
+		}
+	case path == "/v1/kv":
+		return routeKVList
+	case path == "/v1/txn":
+		return routeTxn
+	case path == "/metrics":
+		return routeMetrics
+	case path == "/healthz":
+		return routeHealthz
+	case path == "/readyz":
+		return routeReadyz
+	case strings.HasPrefix(path, "/debug/pprof"):
+		return routePprof
+	}
+	return routeUnknown
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
+	switch rt {
+	case routeHealthz:
+		if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		return
+	case routeReadyz:
+		if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
+			return
+		}
+		s.readyz(w)
+		return
+	}
+	if !s.authorized(w, r) {
+		return
+	}
+	switch rt {
+	case routeKVGet, routeKVHead, routeKVPut, routeKVDelete:
+		s.kv(w, r)
+	case routeKVList:
+		if allowMethods(w, r, http.MethodGet, http.MethodHead) {
+			s.list(w, r)
+		}
+	case routeTxn:
+		if allowMethods(w, r, http.MethodPost) {
+			s.txn(w, r)
+		}
+	case routeMetrics:
+		if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
+			return
+		}
+		if s.Metrics == nil {
+			writeError(w, http.StatusNotFound, "not_found", "metrics are not enabled")
+			return
+		}
+		s.Metrics.Handler().ServeHTTP(w, r)
+	case routePprof:
+		if !s.EnablePprof {
+			writeError(w, http.StatusNotFound, "not_found", "profiling is not enabled")
+			return
+		}
+		servePprof(w, r)
+	default:
+		if strings.HasPrefix(r.URL.Path, kvPrefix) {
+			w.Header().Set("Allow", "GET, HEAD, PUT, DELETE")
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "method "+r.Method+" not allowed")
+			return
+		}
+		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.URL.Path)
+	}
+}
+
+// authorized enforces protected mode and the bearer password.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if s.Password == "" {
+		if s.DisableProtectedMode || isLoopback(r.RemoteAddr) {
+			return true
+		}
+		writeError(w, http.StatusForbidden, "protected_mode",
+			"caskade is running in protected mode: no password is set, so only loopback clients are served; set a password or disable protected mode")
+		return false
+	}
+	const bearer = "Bearer "
+	h := r.Header.Get("Authorization")
+	if len(h) > len(bearer) && strings.EqualFold(h[:len(bearer)], bearer) {
+		got := sha256.Sum256([]byte(h[len(bearer):]))
+		if subtle.ConstantTimeCompare(got[:], s.pwHash[:]) == 1 {
+			return true
+		}
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="caskade"`)
+	writeError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token")
+	return false
+}
+
+// isLoopback reports whether a RemoteAddr is a loopback address (or not an
+// IP address at all, as for unix sockets).
+func isLoopback(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	if host == "" || host == "@" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func allowMethods(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	for _, m := range methods {
+		if r.Method == m {
+			return true
+		}
+	}
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "method "+r.Method+" not allowed")
+	return false
+}
+
+// readyz answers 200 when the database is open and accepts writes.
+func (s *Server) readyz(w http.ResponseWriter) {
+	tx, err := s.DB.Begin()
+	if err != nil {
+		writeDBError(w, err)
+		return
+	}
+	tx.Rollback()
+	if werr := s.DB.Stats().WriteError; werr != nil {
+		writeError(w, http.StatusServiceUnavailable, "writes_stopped", werr.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

@@ -1,0 +1,220 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type txnReply struct {
+	Succeeded bool `json:"succeeded"`
+	Version   uint64
+	Responses []struct {
+		Put    *struct{}       `json:"put"`
+		Delete *txnDeleteReply `json:"delete"`
+		Get    *txnGetReply    `json:"get"`
+		Range  *txnRangeReply  `json:"range"`
+	} `json:"responses"`
+}
+
+func (ts *testServer) txn(t *testing.T, body string) txnReply {
+	t.Helper()
+	r := ts.do(t, "POST", "/v1/txn", body).want(t, 200, "")
+	var tr txnReply
+	if err := json.Unmarshal([]byte(r.body), &tr); err != nil {
+		t.Fatalf("txn reply %q: %v", r.body, err)
+	}
+	return tr
+}
+
+func TestTxn(t *testing.T) {
+	ts := startServer(t)
+	// Create only if absent: succeeds once.
+	create := `{"compare":[{"key":"k","target":"exists","result":"==","exists":false}],
+		"success":[{"put":{"key":"k","value":"v1"}},{"get":{"key":"k"}}],
+		"failure":[{"get":{"key":"k"}}]}`
+	tr := ts.txn(t, create)
+	if !tr.Succeeded || len(tr.Responses) != 2 || tr.Responses[0].Put == nil || tr.Version == 0 {
+		t.Fatalf("first create: %+v", tr)
+	}
+	if g := tr.Responses[1].Get; !g.Found || *g.Value != "v1" || g.Version != 0 {
+		t.Fatalf("get after put in txn: %+v", g)
+	}
+	tr = ts.txn(t, create)
+	if tr.Succeeded || len(tr.Responses) != 1 {
+		t.Fatalf("second create: %+v", tr)
+	}
+	g := tr.Responses[0].Get
+	if !g.Found || *g.Value != "v1" || g.Version == 0 {
+		t.Fatalf("failure branch get: %+v", g)
+	}
+	ver := g.Version
+
+	// Compare on version.
+	swap := func(v uint64, val string) bool {
+		tr := ts.txn(t, fmt.Sprintf(`{"compare":[{"key":"k","target":"version","result":"==","version":%d}],
+			"success":[{"put":{"key":"k","value":%q}}]}`, v, val))
+		return tr.Succeeded
+	}
+	if swap(ver+100, "bad") {
+		t.Fatal("swap with a wrong version succeeded")
+	}
+	if !swap(ver, "v2") {
+		t.Fatal("swap with the right version failed")
+	}
+	if v, _ := ts.db.Get([]byte("k")); string(v) != "v2" {
+		t.Fatalf("value %q", v)
+	}
+	// The version matches the HTTP ETag.
+	etag := ts.do(t, "GET", "/v1/kv/k", "").header.Get(HeaderVersion)
+	cur, _ := strconv.ParseUint(etag, 10, 64)
+	for _, tc := range []struct {
+		result string
+		v      uint64
+		want   bool
+	}{
+		{"==", cur, true}, {"!=", cur, false}, {">", cur - 1, true}, {"<", cur + 1, true},
+		{">=", cur, true}, {"<=", cur - 1, false}, {"GREATER", cur, false}, {"LESS", cur + 1, true},
+		{"EQUAL", cur, true}, {"NOT_EQUAL", 1, true},
+	} {
+		tr := ts.txn(t, fmt.Sprintf(`{"compare":[{"key":"k","target":"version","result":%q,"version":%d}]}`, tc.result, tc.v))
+		if tr.Succeeded != tc.want {
+			t.Errorf("version %d %s %d: %v", cur, tc.result, tc.v, tr.Succeeded)
+		}
+	}
+	// Compare on value, including a missing key.
+	for _, tc := range []struct {
+		cmp  string
+		want bool
+	}{
+		{`{"key":"k","target":"value","result":"==","value":"v2"}`, true},
+		{`{"key":"k","target":"value","result":">","value":"v1"}`, true},
+		{`{"key":"k","target":"value","result":"<","value":"v1"}`, false},
+		{`{"key":"k","target":"value","result":"==","value":"djI=","value_b64":true}`, true},
+		{`{"key":"nope","target":"value","result":"==","value":""}`, false},
+		{`{"key":"nope","target":"value","result":"!=","value":""}`, true},
+		{`{"key":"nope","target":"version","result":"==","version":0}`, true},
+		{`{"key":"k","target":"exists","result":"!=","exists":false}`, true},
+	} {
+		if tr := ts.txn(t, `{"compare":[`+tc.cmp+`]}`); tr.Succeeded != tc.want {
+			t.Errorf("%s: %v", tc.cmp, tr.Succeeded)
+		}
+	}
+
+	// Range and delete with a prefix, binary keys.
+	tr = ts.txn(t, `{"success":[
+		{"put":{"key":"p/1","value":"a"}},{"put":{"key":"p/2","value":"b"}},
+		{"put":{"key":"cC8z","key_b64":true,"value":"gA==","value_b64":true}},
+		{"range":{"key":"p/","prefix":true}},
+		{"range":{"key":"p/","prefix":true,"limit":1,"reverse":true,"keys_only":true}},
+		{"delete":{"key":"p/","prefix":true}},
+		{"range":{"key":"p/","range_end":"p0"}},
+		{"delete":{"key":"nope"}},
+		{"delete":{"key":"k"}}]}`)
+	rs := tr.Responses
+	if !tr.Succeeded || len(rs) != 9 {
+		t.Fatalf("range txn: %+v", tr)
+	}
+	if its := rs[3].Range.Items; len(its) != 3 || its[0].Key != "p/1" || its[2].Key != "p/3" || !its[2].ValueB64 || rs[3].Range.More {
+		t.Fatalf("range: %+v", rs[3].Range)
+	}
+	if its := rs[4].Range.Items; len(its) != 1 || its[0].Key != "p/3" || its[0].Value != nil || !rs[4].Range.More {
+		t.Fatalf("limited reverse range: %+v", rs[4].Range)
+	}
+	if rs[5].Delete.Deleted != 3 || len(rs[6].Range.Items) != 0 || rs[7].Delete.Deleted != 0 || rs[8].Delete.Deleted != 1 {
+		t.Fatalf("deletes: %+v %+v %+v %+v", rs[5].Delete, rs[6].Range, rs[7].Delete, rs[8].Delete)
+	}
+	if kvs, _ := ts.db.Range(nil, nil, nil); len(kvs) != 0 {
+		t.Fatalf("left %d keys", len(kvs))
+	}
+
+	// Malformed requests change nothing.
+	for _, tc := range []struct{ body, code string }{
+		{`{"compare":[{"key":"k","target":"version","result":"~","version":1}]}`, "invalid_argument"},
+		{`{"compare":[{"key":"k","target":"size","result":"==","version":1}]}`, "invalid_argument"},
+		{`{"compare":[{"key":"k","target":"version","result":"=="}]}`, "invalid_argument"},
+		{`{"compare":[{"key":"k","target":"exists","result":">","exists":true}]}`, "invalid_argument"},
+		{`{"success":[{"put":{"key":"\u00ff","value":"x"}}]}`, ""},
+		{`{"success":[{"put":{"key":"/w==","key_b64":true,"value":"x"}}]}`, "invalid_argument"},
+		{`{"success":[{"put":{"key":"","value":"x"}}]}`, "invalid_argument"},
+		{`{"success":[{"put":{"key":"a","value":"x"},"get":{"key":"a"}}]}`, "invalid_argument"},
+		{`{"success":[{}]}`, "invalid_argument"},
+		{`{"success":[{"put":{"key":"a","value":"x","lease":5}}]}`, "invalid_json"},
+		{`{"success":[{"put":{"key":"a","value":"x","ttl":-5}}]}`, "invalid_argument"},
+		{`{"success":[{"put":{"key":"a","value":"x","ttl":5,"expires_at":99999999999}}]}`, "invalid_argument"},
+		{`{"success":[{"delete":{"key":"b","range_end":"a"}}]}`, "invalid_argument"},
+		{`{"success":[{"put":{"key":"a","value":"!!","value_b64":true}}]}`, "invalid_argument"},
+		{`{"bogus":1}`, "invalid_json"},
+		{`{"success":[]} {}`, "invalid_json"},
+		{`not json`, "invalid_json"},
+		{`{"success":[` + strings.Repeat(`{"get":{"key":"a"}},`, MaxTxnOps) + `{"get":{"key":"a"}}]}`, "too_many_operations"},
+	} {
+		r := ts.do(t, "POST", "/v1/txn", tc.body)
+		if tc.code == "" {
+			// "\u00ff" is the UTF-8 encoding c3 bf, not the byte 0xff.
+			r.want(t, 200, "")
+			continue
+		}
+		r.want(t, 400, tc.code)
+	}
+	if _, err := ts.db.Get([]byte("a")); err == nil {
+		t.Fatal("a malformed transaction wrote")
+	}
+	// Puts with a TTL and flags.
+	tr = ts.txn(t, `{"success":[{"put":{"key":"t","value":"x","ttl":100,"flags":9}},{"put":{"key":"u","value":"y","expires_at":4102444800}}]}`)
+	if !tr.Succeeded {
+		t.Fatal("txn with ttl failed")
+	}
+	if _, info, err := ts.db.Lookup([]byte("t")); err != nil || info.Flags != 9 || time.Until(info.ExpiresAt) < 90*time.Second {
+		t.Fatalf("put with ttl and flags: %+v %v", info, err)
+	}
+	if info, err := ts.db.Stat([]byte("u")); err != nil || info.ExpiresAt.Unix() != 4102444800 {
+		t.Fatalf("put with expires_at: %+v %v", info, err)
+	}
+	ts.do(t, "GET", "/v1/txn", "").want(t, 405, "method_not_allowed")
+}
+
+// TestTxnAtomicIncrement runs compare-and-swap increments from many
+// goroutines: no increment may be lost.
+func TestTxnAtomicIncrement(t *testing.T) {
+	ts := startServer(t)
+	if err := ts.db.Set([]byte("n"), []byte("0")); err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 8, 25
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for done := 0; done < each; {
+				r := ts.do(t, "POST", "/v1/txn", `{"success":[{"get":{"key":"n"}}]}`)
+				var tr txnReply
+				if err := json.Unmarshal([]byte(r.body), &tr); err != nil || r.status != 200 {
+					t.Errorf("read: %d %s", r.status, r.body)
+					return
+				}
+				g := tr.Responses[0].Get
+				n, _ := strconv.Atoi(*g.Value)
+				body := fmt.Sprintf(`{"compare":[{"key":"n","target":"value","result":"==","value":"%d"}],
+					"success":[{"put":{"key":"n","value":"%d"}}]}`, n, n+1)
+				r = ts.do(t, "POST", "/v1/txn", body)
+				if err := json.Unmarshal([]byte(r.body), &tr); err != nil || r.status != 200 {
+					t.Errorf("swap: %d %s", r.status, r.body)
+					return
+				}
+				if tr.Succeeded {
+					done++
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if v, _ := ts.db.Get([]byte("n")); string(v) != fmt.Sprint(workers*each) {
+		t.Fatalf("counter %q, want %d", v, workers*each)
+	}
+}

@@ -1,0 +1,83 @@
+package memcache
+
+import (
+	"bytes"
+	"net/url"
+	"strconv"
+
+	"github.com/caskade/caskade"
+)
+
+// cursorPrefix starts okdb's prefix-cursor pseudo key.
+const cursorPrefix = "?type=cursor"
+
+// isCursorKey reports whether a get key is okdb's cursor request,
+// "?type=cursor&prefix=P&limit=N" (a query string: P is URL-escaped).
+func isCursorKey(k []byte) bool {
+	return bytes.HasPrefix(k, []byte(cursorPrefix)) &&
+		(len(k) == len(cursorPrefix) || k[len(cursorPrefix)] == '&')
+}
+
+// cursor answers okdb's prefix cursor inside a get or gets: it appends a
+// VALUE item (with the cas unique for gets) for each of the first limit
+// keys, in key order, that start with prefix and are at or after start
+// (default: prefix). Keys that cannot appear on a VALUE line (longer than
+// 250 bytes, or with spaces, control characters or the reserved 0xff
+// prefix) are skipped. It returns an error line, or "" on success.
+func (ss *session) cursor(k []byte, withCas bool) string {
+	q, err := url.ParseQuery(string(k[1:]))
+	if err != nil {
+		return "CLIENT_ERROR bad cursor query"
+	}
+	prefix := []byte(q.Get("prefix"))
+	limit := DefaultCursorLimit
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n <= 0 {
+			return "CLIENT_ERROR bad cursor limit"
+		}
+		limit = min(n, MaxCursorLimit)
+	}
+	begin := prefix
+	if st := []byte(q.Get("start")); bytes.Compare(st, begin) > 0 {
+		begin = st
+	}
+	if len(prefix) > 0 && prefix[0] == 0xff {
+		return "CLIENT_ERROR bad cursor prefix"
+	}
+	end := caskade.PrefixEnd(prefix)
+	if end == nil || bytes.Compare(end, []byte{0xff}) > 0 {
+		end = []byte{0xff}
+	}
+	it, err := ss.s.DB.NewIterator(&caskade.IterOptions{LowerBound: begin, UpperBound: end})
+	if err != nil {
+		return serverError(err)
+	}
+	defer it.Close()
+	n := 0
+	for ok := it.Seek(begin); ok && n < limit; ok = it.Next() {
+		key := it.Key()
+		if !validKey(key) {
+			continue
+		}
+		val := it.Value()
+		if val == nil && it.Err() != nil {
+			break
+		}
+		ss.count.add(statCmdGet, 1)
+		ss.count.add(statGetHits, 1)
+		info := it.Info()
+		if n > 0 {
+			ss.mark()
+		}
+		ss.appendValue(key, val, info.Flags, info.Version, withCas)
+		n++
+		if !ss.room() {
+			return errReplyTooLarge
+		}
+	}
+	if err := it.Err(); err != nil {
+		return serverError(err)
+	}
+	return ""
+}

@@ -1,0 +1,102 @@
+// Package memcache serves a caskade.DB over the memcached protocol: the
+// text protocol and the meta protocol as memcached's doc/protocol.txt
+// defines them, over TCP (Server.Serve) and UDP (Server.ServeUDP).
+//
+// # Supported
+//
+// Storage: set, add, replace, append, prepend, cas. Retrieval: get, gets,
+// gat, gats. touch, delete, incr, decr (unsigned 64-bit decimal; incr wraps
+// at 2^64, decr stops at 0; a value that is not a decimal number gets
+// "CLIENT_ERROR cannot increment or decrement non-numeric value"; a missing
+// key is NOT_FOUND), flush_all [delay] [noreply], stats (general counters),
+// stats settings, stats reset, version, verbosity, quit, and noreply on
+// every command that takes it. Meta: mg, ms, md, ma, mn, me with the flags
+// b (base64 key), c, C, E, f, F, h, I, k, l, M, N, O, q, s, t, T, v (and u,
+// R, x, J, D, P, L); q hides the common replies (EN for mg, HD for ms, md
+// and ma) and mn ends a quiet pipeline.
+//
+// Where memcached releases differ, caskade follows the current one
+// (1.6.4x: doc/protocol.txt and its parser): for example a storage command
+// with a bad flags or exptime token skips its data block, and lines shorter
+// than four bytes get "CLIENT_ERROR bad command line format".
+//
+// Keys are 1 to 250 bytes without control characters, spaces or DEL; keys
+// starting with the byte 0xff are refused with CLIENT_ERROR (that prefix
+// holds Redis databases 1 and up). The memcached key space is Redis
+// database 0: a value set here is the same bytes through Redis GET and
+// HTTP. Client flags (32 bits) are stored beside the value, not in it.
+// Expiry follows memcached: 0 never, up to 30 days relative seconds, larger
+// a Unix time, negative expires at once.
+//
+// MaxItemSize bounds the value alone (memcached's -I also counts the key
+// and the item header, so memcached stores slightly less than -I).
+//
+// Errors are memcached's: ERROR (unknown command), "CLIENT_ERROR <reason>"
+// and "SERVER_ERROR <reason>". As in memcached, a storage command whose
+// line is bad but whose <bytes> could be read skips its data block; a data
+// block not followed by "\r\n" gets "CLIENT_ERROR bad data chunk" and the
+// stream continues after <bytes>+2 bytes; a command line longer than 2048
+// bytes (1 MiB for get and gets) gets "CLIENT_ERROR line too long" and the
+// connection is closed. An HTTP request line closes the connection.
+//
+// # Consistency
+//
+// Every read-modify-write (add, replace, append, prepend, cas, incr, decr,
+// delete, and the meta equivalents) is one atomic conditional commit: it
+// reads the key's version and writes with caskade.Batch.Check on it,
+// retrying or failing (EXISTS, NOT_STORED) when another writer, from any
+// protocol, got there first. The cas unique is the key's commit version
+// (caskade.KeyInfo.Version), so a memcached cas conflicts with a Redis SET
+// or an HTTP PUT of the same key.
+//
+// # UDP
+//
+// Each datagram starts with memcached's 8-byte frame header (request id,
+// sequence number, total datagrams, reserved; big-endian). A request must
+// fit one datagram (total 1). As in memcached, each reply (each command's,
+// and each item of a multi-get, with END after the last) is its own message
+// under the request's id, split into datagrams of at most 1400 bytes (1392
+// bytes of reply each) numbered 0..n-1. Malformed datagrams are dropped and
+// counted (stats udp_dropped). UDP is off unless the caller runs ServeUDP.
+//
+// # okdb's prefix cursor
+//
+// For users moving from okdb, "get ?type=cursor&prefix=P&limit=N" (also
+// with gets) returns, as ordinary VALUE items followed by END, the keys that
+// start with P, in key order, at most N of them (default 100, at most
+// 10000). P is URL-escaped (it is a query string); an optional start=S
+// begins at the first key >= S instead of P, so a client can page by
+// passing the last key it got plus a zero byte (%00). Keys that cannot
+// appear on a VALUE line (binary keys with spaces or control characters,
+// keys longer than 250 bytes) are skipped.
+//
+// # Differences from memcached
+//
+//   - Nothing is evicted: caskade is a database, not a cache. Items leave
+//     by expiry, delete or flush_all only; "evictions" stays 0.
+//   - cas uniques are commit versions, shared by all protocols. Changing an
+//     item's expiry rewrites it, so touch, gat, gats and mg with T give the
+//     item a new cas unique (gats and mg c report the new one); in memcached
+//     touch keeps the cas unique.
+//   - The meta E flag (choose the next cas value) is accepted and ignored:
+//     versions are assigned by the database.
+//   - The fetched, last-access, win-token and stale marks (mg h, l, W, Z, X;
+//     me fetch, la) are kept in memory for up to 65536 keys, are lost on
+//     restart, and are reset by any write to the key.
+//   - flush_all deletes the keys (memcached hides them); a delayed
+//     flush_all is pending in memory only and is cancelled by Shutdown.
+//   - The binary protocol, SASL, slab and LRU commands (slabs, lru,
+//     lru_crawler, cache_memlimit, watch, stats detail, cachedump and
+//     conns) are not supported (ERROR); "stats items", "stats slabs" and
+//     "stats sizes" report no slabs. "curr_items" counts every key of the
+//     database (all Redis databases, and expired keys not yet dropped).
+//   - delete accepts the legacy hold time 0 ("delete <key> 0 [noreply]")
+//     and refuses any other extra argument, as memcached 1.4 to 1.6.x did
+//     and libmemcached's memcapable expects (the newest memcached ignores
+//     extra arguments).
+//   - Authentication (Server.Password) uses memcached's ASCII
+//     authentication ("set" with "<user> <password>" as data); the user
+//     name is ignored. Without a password, clients from non-loopback
+//     addresses are refused (protected mode) unless DisableProtectedMode is
+//     set.
+package memcache

@@ -1,0 +1,132 @@
+package memcache
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+	"testing/iotest"
+
+	"github.com/caskade/caskade"
+)
+
+// sentinel lives in the reserved 0xff key space, which no memcached
+// command can reach: after any input it must be unchanged and alone there.
+var (
+	sentinelKey   = []byte("\xff\x00sentinel")
+	sentinelValue = []byte("untouched")
+)
+
+func fuzzServer(f *testing.F) *Server {
+	db := openDB(f)
+	if err := db.Set(sentinelKey, sentinelValue); err != nil {
+		f.Fatal(err)
+	}
+	s := &Server{DB: db, MaxItemSize: 4096}
+	s.init()
+	f.Cleanup(func() { db.Close() })
+	return s
+}
+
+// checkDB verifies the database is usable and the reserved space intact.
+func checkDB(t *testing.T, db *caskade.DB) {
+	t.Helper()
+	v, err := db.Get(sentinelKey)
+	if err != nil || !bytes.Equal(v, sentinelValue) {
+		t.Fatalf("sentinel: %q %v", v, err)
+	}
+	kvs, err := db.Range([]byte{0xff}, nil, &caskade.RangeOptions{KeysOnly: true})
+	if err != nil || len(kvs) != 1 {
+		t.Fatalf("reserved key space holds %d keys (%v)", len(kvs), err)
+	}
+	if err := db.Set([]byte("fuzz-probe"), []byte("ok")); err != nil {
+		t.Fatalf("db unusable: %v", err)
+	}
+}
+
+var fuzzSeeds = []string{
+	"set a 0 0 1\r\nx\r\nget a\r\n",
+	"gets a b c\r\ncas a 0 0 1 1\r\ny\r\n",
+	"add a 1 2 3 noreply\r\nabc\r\nappend a 0 0 1\r\nz\r\nprepend a 0 0 1\r\nz\r\n",
+	"incr a 1\r\ndecr a 18446744073709551615\r\ntouch a -1\r\ngat 10 a\r\ngats 0 a\r\n",
+	"delete a\r\nflush_all 0\r\nflush_all 100 noreply\r\nstats\r\nstats settings\r\nversion\r\nverbosity 1\r\n",
+	"mg a v c f k t s h l O123 q\r\nms a 2 T10 F5 c k s\r\nhi\r\nmd a q\r\nma a N0 J5 D3 MD v\r\nmn\r\nme a\r\n",
+	"ms YWJj 3 b MA N10\r\nxyz\r\nmg YWJj b k v\r\nmd YWJj b I T5\r\nmg YWJj b v R30 N5\r\n",
+	"set a 0 0 3\r\nabcde\r\nset b 0 0 -1\r\nset c 0 0 99999999\r\n",
+	"get ?type=cursor&prefix=a&limit=3\r\ngets ?type=cursor&start=%00\r\n",
+	"\r\n \n\nxx\r\nGET / HTTP/1.1\r\n",
+	"quit\r\nget a\r\n",
+}
+
+// FuzzMemcacheParser feeds arbitrary bytes to a session as one client's
+// stream (read in small pieces): the server must not panic, the replies
+// are well-formed lines, and the database stays usable with its reserved
+// key space untouched.
+func FuzzMemcacheParser(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	s := fuzzServer(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var ss session
+		ss.init(s, newReader(iotest.HalfReader(bytes.NewReader(in)), 64), false)
+		for range 10000 {
+			if ss.step() != nil {
+				break
+			}
+			if len(ss.out) > 1<<20 {
+				ss.out = ss.out[:0]
+			}
+		}
+		if len(ss.out) > 0 && !bytes.HasSuffix(ss.out, []byte("\r\n")) {
+			t.Fatalf("reply does not end in CRLF: %q", ss.out)
+		}
+		checkDB(t, s.DB)
+	})
+}
+
+// FuzzUDPFrame feeds arbitrary datagrams to a UDP worker: no panic, and
+// every reply datagram carries the request id, a sequence number below the
+// total, the same total, and at most MaxUDPPayload bytes.
+func FuzzUDPFrame(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(frame(7, 0, 1, 0, s))
+	}
+	f.Add([]byte{})
+	f.Add([]byte{0, 1, 0, 0, 0, 2, 0, 0, 'x'})
+	f.Add(frame(1, 0, 1, 0, "set big 0 0 3000\r\n"+string(bytes.Repeat([]byte("b"), 3000))+"\r\nget big big\r\n"))
+	s := fuzzServer(f)
+	w := &udpWorker{s: s}
+	w.sess.init(s, &reader{}, true)
+	f.Fuzz(func(t *testing.T, d []byte) {
+		replies := w.handle(bytes.Clone(d))
+		if len(replies) == 0 {
+			return
+		}
+		_, _, ok := decodeUDPFrame(d)
+		if !ok {
+			t.Fatalf("replied to a malformed datagram %q", d)
+		}
+		id := binary.BigEndian.Uint16(d)
+		// Messages follow one another, each numbered 0..total-1.
+		seq, total := 0, 0
+		for i, r := range replies {
+			if len(r) > MaxUDPPayload || len(r) <= udpHeaderLen {
+				t.Fatalf("datagram %d has %d bytes", i, len(r))
+			}
+			fr, _, _ := decodeFrameAny(r)
+			if seq == 0 {
+				total = int(fr.total)
+			}
+			if fr.requestID != id || int(fr.sequence) != seq || int(fr.total) != total || total == 0 || fr.reserved != 0 {
+				t.Fatalf("datagram %d header %+v (expected seq %d of %d, id %d)", i, fr, seq, total, id)
+			}
+			if seq++; seq == total {
+				seq = 0
+			}
+		}
+		if seq != 0 {
+			t.Fatalf("last message incomplete: %d of %d datagrams", seq, total)
+		}
+		checkDB(t, s.DB)
+	})
+}

@@ -1,0 +1,688 @@
+package memcache
+
+import (
+	"encoding/base64"
+	"errors"
+	"time"
+
+	"github.com/caskade/caskade"
+)
+
+// maxMetaTokens is memcached's MFLAG_MAX_OPT_LENGTH: a meta command line
+// has at most this many tokens.
+const maxMetaTokens = 20
+
+// metaReq is a parsed meta command: its key and flags.
+type metaReq struct {
+	key    []byte // decoded if binary
+	binary bool   // b: the key was base64
+	seen   [128]bool
+	toks   [][]byte // the flag tokens, in order
+
+	n, t, r int64  // N, T, R tokens (TTL-like)
+	f       uint32 // F client flags
+	c, e    uint64 // C compare cas, E new cas (accepted, not honoured)
+	j, d    uint64 // J initial, D delta
+	mode    byte   // M
+}
+
+func (m *metaReq) has(c byte) bool { return m.seen[c] }
+
+// parseMeta parses a meta command's key (token 1) and flags (tokens from
+// first on), with memcached's checks and error strings. It returns "" or
+// the error line.
+func (ss *session) parseMeta(first int, m *metaReq) string {
+	t := ss.toks
+	if len(t) < 2 {
+		return errBadFormat
+	}
+	if len(t[1]) > MaxKeyLength {
+		return errBadFormat
+	}
+	if len(t) > maxMetaTokens {
+		return errTooManyOpts
+	}
+	m.key = t[1]
+	m.toks = t[min(first, len(t)):]
+	errstr := ""
+	for _, tok := range m.toks {
+		o := tok[0]
+		if o >= 127 || m.seen[o] {
+			return errDupFlag
+		}
+		m.seen[o] = true
+		arg := tok[1:]
+		var ok bool
+		switch o {
+		case 'b':
+			dec, err := decodeBase64Key(t[1])
+			if err != nil {
+				errstr = errDecodeKey
+				continue
+			}
+			m.key, m.binary = dec, true
+		case 'N', 'T', 'R':
+			var v int64
+			v, ok = parseInt(arg, 32)
+			if !ok {
+				errstr = errBadToken
+				continue
+			}
+			switch o {
+			case 'N':
+				m.n = v
+			case 'T':
+				m.t = v
+			default:
+				m.r = v
+			}
+		case 'F':
+			var v uint64
+			v, ok = parseUint(arg, 32)
+			if !ok {
+				if errstr == "" {
+					errstr = errBadFormat
+				}
+				continue
+			}
+			m.f = uint32(v)
+		case 'C', 'E':
+			var v uint64
+			v, ok = parseUint(arg, 64)
+			if !ok {
+				errstr = errBadToken
+				continue
+			}
+			if o == 'C' {
+				m.c = v
+			} else {
+				m.e = v
+			}
+		case 'J':
+			m.j, ok = parseUint(arg, 64)
+			if !ok {
+				errstr = "CLIENT_ERROR invalid numeric initial value"
+			}
+		case 'D':
+			m.d, ok = parseUint(arg, 64)
+			if !ok {
+				errstr = "CLIENT_ERROR invalid numeric delta value"
+			}
+		case 'M':
+			if len(arg) > 0 {
+				m.mode = arg[0]
+			}
+		case 'l', 'O', 'P', 'L', 'k', 's', 't', 'c', 'f', 'v', 'h', 'u', 'q', 'x', 'I':
+		default:
+			return errBadFlag
+		}
+	}
+	if errstr != "" {
+		return errstr
+	}
+	if m.binary && !validBinaryKey(m.key) || !m.binary && !validKey(m.key) {
+		return errBadFormat
+	}
+	for _, tok := range m.toks {
+		if tok[0] == 'O' && len(tok) > MaxOpaqueLength {
+			return errOpaqueLong
+		}
+	}
+	return ""
+}
+
+// decodeBase64Key decodes a meta b-flag key: standard base64 with
+// padding, as memcached requires.
+func decodeBase64Key(k []byte) ([]byte, error) {
+	dst := make([]byte, base64.StdEncoding.DecodedLen(len(k)))
+	n, err := base64.StdEncoding.Decode(dst, k)
+	if err != nil || n == 0 {
+		return nil, errors.New("bad base64 key")
+	}
+	return dst[:n], nil
+}
+
+// appendMetaKey appends " k<key>", base64-encoded and followed by " b" for
+// a binary key.
+func appendMetaKey(b []byte, m *metaReq) []byte {
+	b = append(b, " k"...)
+	if !m.binary {
+		return append(b, m.key...)
+	}
+	b = base64.StdEncoding.AppendEncode(b, m.key)
+	return append(b, " b"...)
+}
+
+// appendOpaqueAndKey appends the O and k flags in request order (the only
+// flags echoed on misses and failures).
+func appendOpaqueAndKey(b []byte, m *metaReq) []byte {
+	for _, tok := range m.toks {
+		switch tok[0] {
+		case 'O':
+			b = append(b, ' ')
+			b = append(b, tok...)
+		case 'k':
+			b = appendMetaKey(b, m)
+		}
+	}
+	return b
+}
+
+// metaGet implements "mg <key> <flags>*".
+func (ss *session) metaGet() {
+	s := ss.s
+	var m metaReq
+	if e := ss.parseMeta(2, &m); e != "" {
+		ss.replyErrorAlways(e)
+		return
+	}
+	now := time.Now()
+	val, info, err := s.DB.Lookup(m.key)
+	created := false
+	if errors.Is(err, caskade.ErrNotFound) && m.has('N') {
+		var b caskade.Batch
+		b.Check(m.key, 0)
+		b.SetEntry(m.key, nil, caskade.SetOptions{ExpiresAt: expiryTime(m.n, now)})
+		werr := s.DB.Write(&b)
+		if werr != nil && !errors.Is(werr, caskade.ErrConflict) {
+			ss.replyErrorAlways(serverError(werr))
+			return
+		}
+		created = werr == nil
+		val, info, err = s.DB.Lookup(m.key)
+		if created && err == nil && (len(val) != 0 || info.Flags != 0) {
+			created = false // replaced already; not our stub
+		}
+	}
+	touched := false
+	if err == nil && m.has('T') {
+		touched = true
+		exp := expiryTime(m.t, now)
+		if !exp.IsZero() && !exp.After(now) {
+			_, err = s.DB.ExpireAt(m.key, exp)
+			info.ExpiresAt = exp
+		} else {
+			var ok bool
+			ok, err = s.touchKey(m.key, exp)
+			if err == nil && !ok {
+				err = caskade.ErrNotFound
+			}
+			if err == nil {
+				val, info, err = s.DB.Lookup(m.key)
+			}
+		}
+	}
+	if touched {
+		ss.count.add(statCmdTouch, 1)
+	} else {
+		ss.count.add(statCmdGet, 1)
+	}
+	if errors.Is(err, caskade.ErrNotFound) {
+		if touched || m.has('T') {
+			ss.count.add(statTouchMisses, 1)
+		} else {
+			ss.count.add(statGetMisses, 1)
+		}
+		if m.has('q') {
+			return
+		}
+		b := append(ss.out, "EN"...)
+		b = appendOpaqueAndKey(b, &m)
+		ss.out = append(b, "\r\n"...)
+		return
+	}
+	if err != nil {
+		ss.replyErrorAlways(serverError(err))
+		return
+	}
+	if touched {
+		ss.count.add(statTouchHits, 1)
+	} else {
+		ss.count.add(statGetHits, 1)
+	}
+
+	st := s.items.get(m.key, info.Version)
+	won := created
+	if m.has('R') && !st.tokenSent && !created && !info.ExpiresAt.IsZero() &&
+		info.ExpiresAt.Before(expiryTime(m.r, now)) {
+		won = true
+	}
+	if st.stale && !st.tokenSent {
+		won = true
+	}
+	prev := st
+	if !m.has('u') {
+		prev = s.items.accessed(m.key, info.Version, now)
+	}
+	if won {
+		s.items.update(m.key, info.Version, func(e *itemState) { e.tokenSent = true })
+	}
+
+	withValue := m.has('v')
+	if m.has('C') && m.c == info.Version {
+		withValue = false
+	}
+	b := ss.out
+	if withValue {
+		b = append(b, "VA "...)
+		b = appendUint(b, uint64(len(val)))
+	} else {
+		b = append(b, "HD"...)
+	}
+	for _, tok := range m.toks {
+		switch tok[0] {
+		case 's':
+			b = append(b, " s"...)
+			b = appendUint(b, uint64(len(val)))
+		case 't':
+			b = append(b, " t"...)
+			b = appendInt(b, ttlSeconds(info.ExpiresAt, now))
+		case 'c':
+			b = append(b, " c"...)
+			b = appendUint(b, info.Version)
+		case 'f':
+			b = append(b, " f"...)
+			b = appendUint(b, uint64(info.Flags))
+		case 'l':
+			b = append(b, " l"...)
+			var la int64
+			if !prev.lastAccess.IsZero() {
+				la = int64(now.Sub(prev.lastAccess) / time.Second)
+			}
+			b = appendInt(b, la)
+		case 'h':
+			if prev.fetched {
+				b = append(b, " h1"...)
+			} else {
+				b = append(b, " h0"...)
+			}
+		case 'O':
+			b = append(b, ' ')
+			b = append(b, tok...)
+		case 'k':
+			b = appendMetaKey(b, &m)
+		}
+	}
+	if st.tokenSent {
+		b = append(b, " Z"...)
+	}
+	if st.stale {
+		b = append(b, " X"...)
+	}
+	if won {
+		b = append(b, " W"...)
+	}
+	b = append(b, "\r\n"...)
+	if withValue {
+		b = append(b, val...)
+		b = append(b, "\r\n"...)
+	}
+	ss.out = b
+}
+
+func appendInt(b []byte, n int64) []byte {
+	if n < 0 {
+		b = append(b, '-')
+		return appendUint(b, uint64(-n))
+	}
+	return appendUint(b, uint64(n))
+}
+
+// metaSet implements "ms <key> <datalen> <flags>*" followed by the data.
+func (ss *session) metaSet() error {
+	s := ss.s
+	t := ss.toks
+	if len(t) < 3 {
+		ss.replyErrorAlways(errBadFormat)
+		return nil
+	}
+	n, ok := parseInt(t[2], 32)
+	if !ok || n < 0 {
+		ss.replyErrorAlways(errBadFormat)
+		return nil
+	}
+	size := int(n)
+	var m metaReq
+	e := ss.parseMeta(3, &m)
+	mode := modeSet
+	if e == "" {
+		switch m.mode {
+		case 0, 'S', 's':
+		case 'E', 'e':
+			mode = modeAdd
+		case 'A', 'a':
+			mode = modeAppend
+		case 'P', 'p':
+			mode = modePrepend
+		case 'R', 'r':
+			mode = modeReplace
+		default:
+			e = "CLIENT_ERROR invalid mode for ms M token"
+		}
+	}
+	if e != "" {
+		ss.replyErrorAlways(e)
+		return ss.r.discard(size + 2)
+	}
+	if size > s.maxItemSize {
+		ss.count.add(statStoreTooLarge, 1)
+		ss.replyErrorAlways(errTooLarge)
+		return ss.r.discard(size + 2)
+	}
+	ss.keybuf = append(ss.keybuf[:0], m.key...)
+	m.key = ss.keybuf
+	// The flag tokens alias the read buffer too; keep a copy of them.
+	toks := make([][]byte, len(m.toks))
+	for i, tok := range m.toks {
+		toks[i] = append([]byte(nil), tok...)
+	}
+	m.toks = toks
+	data, err := ss.r.readFull(size + 2)
+	if err != nil {
+		return err
+	}
+	if data[size] != '\r' || data[size+1] != '\n' {
+		ss.replyErrorAlways(errBadChunk)
+		return nil
+	}
+	data = data[:size]
+	ss.count.add(statCmdSet, 1)
+	now := time.Now()
+	req := storeReq{mode: mode, key: m.key, data: data, flags: m.f, invalidate: m.has('I')}
+	if m.has('T') {
+		req.exp = expiryTime(m.t, now)
+	}
+	if m.has('C') && mode != modeAdd {
+		req.hasCas, req.cas = true, m.c
+	}
+	if m.has('N') && (mode == modeAppend || mode == modePrepend) {
+		req.vivify, req.vivifyExp = true, expiryTime(m.n, now)
+	}
+	out, err := s.store(&req)
+	if err != nil {
+		ss.replyErrorAlways(serverError(err))
+		return nil
+	}
+	ss.storeStats(req.hasCas, out.res)
+	var cas uint64
+	if out.res == resStored && (m.has('c') || out.stale) {
+		cas = s.versionOf(m.key, out.value, out.flags)
+		if out.stale && cas != 0 {
+			s.items.update(m.key, cas, func(e *itemState) { e.stale = true })
+		}
+	}
+	if out.res == resStored && m.has('q') {
+		return nil
+	}
+	b := ss.out
+	switch out.res {
+	case resStored:
+		b = append(b, "HD"...)
+	case resNotStored:
+		b = append(b, "NS"...)
+	case resExists:
+		b = append(b, "EX"...)
+	case resNotFound:
+		b = append(b, "NF"...)
+	}
+	for _, tok := range m.toks {
+		switch tok[0] {
+		case 'O':
+			b = append(b, ' ')
+			b = append(b, tok...)
+		case 'k':
+			b = appendMetaKey(b, &m)
+		case 'c':
+			b = append(b, " c"...)
+			b = appendUint(b, cas)
+		case 's':
+			b = append(b, " s"...)
+			if out.value != nil {
+				b = appendUint(b, uint64(len(out.value)))
+			} else {
+				b = appendUint(b, uint64(size))
+			}
+		}
+	}
+	ss.out = append(b, "\r\n"...)
+	return nil
+}
+
+// metaDelete implements "md <key> <flags>*".
+func (ss *session) metaDelete() {
+	s := ss.s
+	var m metaReq
+	if e := ss.parseMeta(2, &m); e != "" {
+		ss.replyErrorAlways(e)
+		return
+	}
+	now := time.Now()
+	code, err := func() (string, error) {
+		var b caskade.Batch
+		for range maxAttempts {
+			var (
+				val  []byte
+				info caskade.KeyInfo
+				err  error
+			)
+			if m.has('I') && !m.has('x') {
+				val, info, err = s.DB.Lookup(m.key)
+			} else {
+				info, err = s.DB.Stat(m.key)
+			}
+			if errors.Is(err, caskade.ErrNotFound) {
+				ss.count.add(statDeleteMisses, 1)
+				return "NF", nil
+			}
+			if err != nil {
+				return "", err
+			}
+			if m.has('C') && m.c != info.Version {
+				ss.count.add(statDeleteMisses, 1)
+				return "EX", nil
+			}
+			b.Reset()
+			b.Check(m.key, info.Version)
+			var newVal []byte
+			var newFlags uint32
+			switch {
+			case m.has('x'):
+				var exp time.Time
+				if m.has('T') {
+					exp = expiryTime(m.t, now)
+				}
+				newVal, newFlags = []byte{}, m.f
+				b.SetEntry(m.key, newVal, caskade.SetOptions{ExpiresAt: exp, Flags: newFlags})
+			case m.has('I'):
+				exp := info.ExpiresAt
+				if m.has('T') {
+					exp = expiryTime(m.t, now)
+				}
+				newVal, newFlags = val, info.Flags
+				b.SetEntry(m.key, newVal, caskade.SetOptions{ExpiresAt: exp, Flags: newFlags})
+			default:
+				b.Delete(m.key)
+			}
+			err = s.DB.Write(&b)
+			if errors.Is(err, caskade.ErrConflict) {
+				continue
+			}
+			if err != nil {
+				return "", err
+			}
+			if m.has('I') {
+				if v := s.versionOf(m.key, newVal, newFlags); v != 0 {
+					s.items.update(m.key, v, func(e *itemState) { e.stale = true })
+				}
+			} else {
+				ss.count.add(statDeleteHits, 1)
+			}
+			return "HD", nil
+		}
+		return "", errContended
+	}()
+	if err != nil {
+		ss.replyErrorAlways(serverError(err))
+		return
+	}
+	if code == "HD" && m.has('q') {
+		return
+	}
+	b := append(ss.out, code...)
+	b = appendOpaqueAndKey(b, &m)
+	ss.out = append(b, "\r\n"...)
+}
+
+// metaArith implements "ma <key> <flags>*".
+func (ss *session) metaArith() {
+	s := ss.s
+	var m metaReq
+	if e := ss.parseMeta(2, &m); e != "" {
+		if e == errBadFormat || e == errTooManyOpts || e == errOpaqueLong {
+			ss.replyErrorAlways(e)
+		} else {
+			ss.replyErrorAlways("CLIENT_ERROR invalid or duplicate flag")
+		}
+		return
+	}
+	incr := true
+	switch m.mode {
+	case 0, 'I', 'i', '+':
+	case 'D', 'd', '-':
+		incr = false
+	default:
+		ss.replyErrorAlways("CLIENT_ERROR invalid mode for ma M token")
+		return
+	}
+	now := time.Now()
+	req := arithReq{key: m.key, incr: incr, delta: 1}
+	if m.has('D') {
+		req.delta = m.d
+	}
+	if m.has('C') {
+		req.hasCas, req.cas = true, m.c
+	}
+	if m.has('N') {
+		req.vivify, req.initial, req.vivifyExp = true, m.j, expiryTime(m.n, now)
+	}
+	if m.has('T') {
+		req.setExp, req.exp = true, expiryTime(m.t, now)
+	}
+	out, err := s.arith(&req)
+	if errors.Is(err, errNonNumericValue) {
+		ss.replyErrorAlways(errNonNumeric)
+		return
+	}
+	if err != nil {
+		ss.replyErrorAlways(serverError(err))
+		return
+	}
+	hit, miss := statIncrHits, statIncrMisses
+	if !incr {
+		hit, miss = statDecrHits, statDecrMisses
+	}
+	b := ss.out
+	switch out.res {
+	case resNotFound:
+		ss.count.add(miss, 1)
+		b = append(b, "NF"...)
+		b = appendOpaqueAndKey(b, &m)
+		ss.out = append(b, "\r\n"...)
+		return
+	case resExists:
+		b = append(b, "EX"...)
+		b = appendOpaqueAndKey(b, &m)
+		ss.out = append(b, "\r\n"...)
+		return
+	}
+	ss.count.add(hit, 1)
+	if m.has('q') {
+		return
+	}
+	if m.has('v') {
+		b = append(b, "VA "...)
+		b = appendUint(b, uint64(len(out.number)))
+	} else {
+		b = append(b, "HD"...)
+	}
+	for _, tok := range m.toks {
+		switch tok[0] {
+		case 'c':
+			b = append(b, " c"...)
+			b = appendUint(b, s.versionOf(m.key, out.number, out.flags))
+		case 't':
+			b = append(b, " t"...)
+			b = appendInt(b, ttlSeconds(out.exp, now))
+		case 'O':
+			b = append(b, ' ')
+			b = append(b, tok...)
+		case 'k':
+			b = appendMetaKey(b, &m)
+		}
+	}
+	b = append(b, "\r\n"...)
+	if m.has('v') {
+		b = append(b, out.number...)
+		b = append(b, "\r\n"...)
+	}
+	ss.out = b
+}
+
+// metaDebug implements "me <key> [b]": a human-readable line of what is
+// known about the item.
+func (ss *session) metaDebug() {
+	s := ss.s
+	t := ss.toks
+	if len(t) < 2 || len(t[1]) > MaxKeyLength {
+		ss.replyErrorAlways(errBadFormat)
+		return
+	}
+	m := metaReq{key: t[1]}
+	if len(t) >= 3 && string(t[2]) == "b" {
+		dec, err := decodeBase64Key(t[1])
+		if err != nil {
+			ss.replyErrorAlways(errBadFormat)
+			return
+		}
+		m.key, m.binary = dec, true
+	}
+	if m.binary && !validBinaryKey(m.key) || !m.binary && !validKey(m.key) {
+		ss.replyErrorAlways(errBadFormat)
+		return
+	}
+	info, err := s.DB.Stat(m.key)
+	if errors.Is(err, caskade.ErrNotFound) {
+		ss.out = append(ss.out, "EN\r\n"...)
+		return
+	}
+	if err != nil {
+		ss.replyErrorAlways(serverError(err))
+		return
+	}
+	now := time.Now()
+	st := s.items.get(m.key, info.Version)
+	b := append(ss.out, "ME "...)
+	if m.binary {
+		b = base64.StdEncoding.AppendEncode(b, m.key)
+	} else {
+		b = append(b, m.key...)
+	}
+	b = append(b, " exp="...)
+	b = appendInt(b, ttlSeconds(info.ExpiresAt, now))
+	b = append(b, " la="...)
+	var la int64
+	if !st.lastAccess.IsZero() {
+		la = int64(now.Sub(st.lastAccess) / time.Second)
+	}
+	b = appendInt(b, la)
+	b = append(b, " cas="...)
+	b = appendUint(b, info.Version)
+	if st.fetched {
+		b = append(b, " fetch=yes"...)
+	} else {
+		b = append(b, " fetch=no"...)
+	}
+	b = append(b, " cls=1 size="...)
+	b = appendUint(b, uint64(len(m.key)+info.ValueSize))
+	ss.out = append(b, "\r\n"...)
+}

@@ -1,0 +1,382 @@
+package memcache
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/caskade/caskade"
+)
+
+// maxAttempts bounds the retries of one read-modify-write that keeps
+// losing to concurrent writers.
+const maxAttempts = 1000
+
+var errContended = errors.New("memcache: too many conflicting writes")
+
+// storeResult is the outcome of a storage command.
+type storeResult int
+
+const (
+	resStored    storeResult = iota // STORED / HD
+	resNotStored                    // NOT_STORED / NS
+	resExists                       // EXISTS / EX
+	resNotFound                     // NOT_FOUND / NF
+)
+
+// storeMode is what a storage command does with an existing item.
+type storeMode byte
+
+const (
+	modeSet     storeMode = 'S'
+	modeAdd     storeMode = 'E'
+	modeReplace storeMode = 'R'
+	modeAppend  storeMode = 'A'
+	modePrepend storeMode = 'P'
+)
+
+// storeReq is one storage command.
+type storeReq struct {
+	mode       storeMode
+	key, data  []byte
+	flags      uint32
+	exp        time.Time // zero: never
+	hasCas     bool
+	cas        uint64
+	invalidate bool      // meta I: a cas older than the item's stores a stale item
+	vivify     bool      // meta N in append mode: create on miss
+	vivifyExp  time.Time // expiry of an item created by vivify
+}
+
+// storeOut is the outcome of a storage command.
+type storeOut struct {
+	res   storeResult
+	value []byte // the value stored (after append or prepend)
+	flags uint32
+	stale bool
+}
+
+// store executes a storage command as one atomic read-modify-write:
+// every condition (absent, present, cas) is a Batch.Check on the version
+// read, so a concurrent write from any protocol makes it retry or fail
+// as memcached would.
+func (s *Server) store(req *storeReq) (storeOut, error) {
+	db := s.DB
+	opts := caskade.SetOptions{ExpiresAt: req.exp, Flags: req.flags}
+	var b caskade.Batch
+	switch {
+	case req.mode == modeSet && !req.hasCas:
+		if err := db.SetEntry(req.key, req.data, opts); err != nil {
+			return storeOut{}, err
+		}
+		return storeOut{res: resStored, value: req.data, flags: req.flags}, nil
+
+	case req.mode == modeAdd:
+		b.Check(req.key, 0)
+		b.SetEntry(req.key, req.data, opts)
+		if err := db.Write(&b); err != nil {
+			if errors.Is(err, caskade.ErrConflict) {
+				return storeOut{res: resNotStored}, nil
+			}
+			return storeOut{}, err
+		}
+		return storeOut{res: resStored, value: req.data, flags: req.flags}, nil
+
+	case req.mode == modeAppend || req.mode == modePrepend:
+		for range maxAttempts {
+			old, info, err := db.Lookup(req.key)
+			b.Reset()
+			var out storeOut
+			switch {
+			case errors.Is(err, caskade.ErrNotFound):
+				if !req.vivify {
+					return storeOut{res: resNotStored}, nil
+				}
+				b.Check(req.key, 0)
+				b.SetEntry(req.key, req.data, caskade.SetOptions{ExpiresAt: req.vivifyExp, Flags: req.flags})
+				out = storeOut{res: resStored, value: req.data, flags: req.flags}
+			case err != nil:
+				return storeOut{}, err
+			case req.hasCas && req.cas != info.Version:
+				return storeOut{res: resExists}, nil
+			case len(old)+len(req.data) > s.maxItemSize:
+				return storeOut{res: resNotStored}, nil
+			default:
+				v := make([]byte, 0, len(old)+len(req.data))
+				if req.mode == modeAppend {
+					v = append(append(v, old...), req.data...)
+				} else {
+					v = append(append(v, req.data...), old...)
+				}
+				b.Check(req.key, info.Version)
+				b.SetEntry(req.key, v, caskade.SetOptions{ExpiresAt: info.ExpiresAt, Flags: info.Flags})
+				out = storeOut{res: resStored, value: v, flags: info.Flags}
+			}
+			err = db.Write(&b)
+			if err == nil {
+				return out, nil
+			}
+			if !errors.Is(err, caskade.ErrConflict) {
+				return storeOut{}, err
+			}
+		}
+		return storeOut{}, errContended
+
+	default: // replace, or set/replace with a cas unique
+		for range maxAttempts {
+			info, err := db.Stat(req.key)
+			b.Reset()
+			out := storeOut{res: resStored, value: req.data, flags: req.flags}
+			switch {
+			case errors.Is(err, caskade.ErrNotFound):
+				if req.hasCas {
+					return storeOut{res: resNotFound}, nil
+				}
+				return storeOut{res: resNotStored}, nil
+			case err != nil:
+				return storeOut{}, err
+			case req.hasCas && req.cas != info.Version:
+				if !req.invalidate || req.cas > info.Version {
+					return storeOut{res: resExists}, nil
+				}
+				// Meta I: an older cas stores the data as a stale item,
+				// keeping the item's expiry.
+				b.Check(req.key, info.Version)
+				b.SetEntry(req.key, req.data, caskade.SetOptions{ExpiresAt: info.ExpiresAt, Flags: req.flags})
+				out.stale = true
+			default:
+				b.Check(req.key, info.Version)
+				b.SetEntry(req.key, req.data, opts)
+			}
+			err = db.Write(&b)
+			if err == nil {
+				return out, nil
+			}
+			if !errors.Is(err, caskade.ErrConflict) {
+				return storeOut{}, err
+			}
+		}
+		return storeOut{}, errContended
+	}
+}
+
+// versionOf returns the version of key if it still holds value and flags
+// (as just written by the caller), else 0. The engine does not report the
+// version a Batch committed at; a later identical write is harmless to
+// report, since a cas with its version then replaces exactly the bytes the
+// client knows.
+func (s *Server) versionOf(key, value []byte, flags uint32) uint64 {
+	v, info, err := s.DB.Lookup(key)
+	if err != nil || info.Flags != flags || !bytes.Equal(v, value) {
+		return 0
+	}
+	return info.Version
+}
+
+// touchKey sets key's expiry (zero: never) and reports whether it existed.
+func (s *Server) touchKey(key []byte, exp time.Time) (bool, error) {
+	if exp.IsZero() {
+		return s.DB.Persist(key)
+	}
+	return s.DB.ExpireAt(key, exp)
+}
+
+// getAndTouch changes key's expiry and returns its value and KeyInfo as of
+// after the change (so that the version can serve as a cas unique). An
+// expiry in the past returns the value as it was and then removes it, as
+// memcached's gat does.
+func (s *Server) getAndTouch(key []byte, exp time.Time, now time.Time) ([]byte, caskade.KeyInfo, error) {
+	if !exp.IsZero() && !exp.After(now) {
+		v, info, err := s.DB.Lookup(key)
+		if err != nil {
+			return nil, info, err
+		}
+		if _, err := s.DB.ExpireAt(key, exp); err != nil {
+			return nil, info, err
+		}
+		return v, info, nil
+	}
+	ok, err := s.touchKey(key, exp)
+	if err != nil {
+		return nil, caskade.KeyInfo{}, err
+	}
+	if !ok {
+		return nil, caskade.KeyInfo{}, caskade.ErrNotFound
+	}
+	return s.DB.Lookup(key)
+}
+
+// deleteKey deletes key if it exists (and, with hasCas, is at version cas),
+// reporting DELETED (resStored), NOT_FOUND or EXISTS.
+func (s *Server) deleteKey(key []byte, hasCas bool, cas uint64) (storeResult, error) {
+	var b caskade.Batch
+	for range maxAttempts {
+		info, err := s.DB.Stat(key)
+		if errors.Is(err, caskade.ErrNotFound) {
+			return resNotFound, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if hasCas && info.Version != cas {
+			return resExists, nil
+		}
+		b.Reset()
+		b.Check(key, info.Version)
+		b.Delete(key)
+		err = s.DB.Write(&b)
+		if err == nil {
+			return resStored, nil
+		}
+		if !errors.Is(err, caskade.ErrConflict) {
+			return 0, err
+		}
+	}
+	return 0, errContended
+}
+
+// arithReq is one incr, decr or ma.
+type arithReq struct {
+	key       []byte
+	incr      bool
+	delta     uint64
+	hasCas    bool
+	cas       uint64
+	vivify    bool   // ma N: create on miss
+	initial   uint64 // ma J
+	vivifyExp time.Time
+	setExp    bool // ma T: set the expiry on success
+	exp       time.Time
+}
+
+// arithOut is the outcome of an arithmetic command.
+type arithOut struct {
+	res     storeResult // resStored (done), resNotFound, resExists, resNotStored
+	value   uint64
+	created bool
+	flags   uint32
+	exp     time.Time
+	number  []byte // the stored decimal
+}
+
+// errNonNumericValue means the item does not hold a decimal number.
+var errNonNumericValue = errors.New("memcache: non-numeric value")
+
+// arith executes incr/decr as an atomic read-modify-write.
+func (s *Server) arith(req *arithReq) (arithOut, error) {
+	var b caskade.Batch
+	for range maxAttempts {
+		old, info, err := s.DB.Lookup(req.key)
+		b.Reset()
+		var out arithOut
+		switch {
+		case errors.Is(err, caskade.ErrNotFound):
+			if !req.vivify {
+				return arithOut{res: resNotFound}, nil
+			}
+			out = arithOut{res: resStored, value: req.initial, created: true, exp: req.vivifyExp}
+			if req.setExp {
+				out.exp = req.exp
+			}
+			b.Check(req.key, 0)
+		case err != nil:
+			return arithOut{}, err
+		case req.hasCas && req.cas != info.Version:
+			return arithOut{res: resExists}, nil
+		default:
+			n, ok := parseCounter(old)
+			if !ok {
+				return arithOut{}, errNonNumericValue
+			}
+			switch {
+			case req.incr:
+				n += req.delta // wraps at 2^64, as memcached
+			case req.delta > n:
+				n = 0
+			default:
+				n -= req.delta
+			}
+			out = arithOut{res: resStored, value: n, flags: info.Flags, exp: info.ExpiresAt}
+			if req.setExp {
+				out.exp = req.exp
+			}
+			b.Check(req.key, info.Version)
+		}
+		out.number = appendUint(nil, out.value)
+		b.SetEntry(req.key, out.number, caskade.SetOptions{ExpiresAt: out.exp, Flags: out.flags})
+		err = s.DB.Write(&b)
+		if err == nil {
+			return out, nil
+		}
+		if !errors.Is(err, caskade.ErrConflict) {
+			return arithOut{}, err
+		}
+		if req.hasCas {
+			// The item changed under us: its version is no longer cas
+			// (or it is gone); the next read reports which.
+			continue
+		}
+	}
+	return arithOut{}, errContended
+}
+
+// parseCounter parses an item as memcached's incr does (strtoull):
+// optional leading white space, an optional '+', decimal digits, then the
+// end or white space. Empty values, overflow and negative numbers are not
+// numeric.
+func parseCounter(v []byte) (uint64, bool) {
+	i := 0
+	for i < len(v) && isSpace(v[i]) {
+		i++
+	}
+	if i < len(v) && v[i] == '+' {
+		i++
+	}
+	start := i
+	var n uint64
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		d := uint64(v[i] - '0')
+		if n > (^uint64(0)-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+		i++
+	}
+	if i == start {
+		return 0, false
+	}
+	if i < len(v) && !isSpace(v[i]) {
+		return 0, false
+	}
+	return n, true
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// serverError maps a database error to a SERVER_ERROR line.
+func serverError(err error) string {
+	switch {
+	case errors.Is(err, errContended):
+		return errContention
+	case errors.Is(err, caskade.ErrValueTooLarge), errors.Is(err, caskade.ErrBatchTooLarge):
+		return errTooLarge
+	case errors.Is(err, caskade.ErrKeyTooLarge):
+		return "SERVER_ERROR key too large"
+	case errors.Is(err, caskade.ErrReadOnly):
+		return "SERVER_ERROR database is read-only"
+	case errors.Is(err, caskade.ErrWritesStopped):
+		return "SERVER_ERROR writes stopped after an I/O error"
+	case errors.Is(err, caskade.ErrClosed):
+		return "SERVER_ERROR database closed"
+	}
+	msg := strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, err.Error())
+	return "SERVER_ERROR " + strings.TrimPrefix(msg, "caskade: ")
+}

@@ -1,0 +1,75 @@
+package metrics
+
+import (
+	"github.com/caskade/caskade"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// dbCollector reads caskade.DB.Stats at scrape time.
+type dbCollector struct {
+	db *caskade.DB
+
+	keys, expiring, live, dead, disk *prometheus.Desc
+	files, snapshots, version        *prometheus.Desc
+	writesStopped, recovery          *prometheus.Desc
+	mergeRunning, mergeDone, mergeOf *prometheus.Desc
+}
+
+func newDBCollector(db *caskade.DB) *dbCollector {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc("caskade_db_"+name, help, nil, nil)
+	}
+	return &dbCollector{
+		db:            db,
+		keys:          d("keys", "Keys in the key directory (including expired keys not yet dropped)."),
+		expiring:      d("expiring_keys", "Keys with a TTL."),
+		live:          d("live_bytes", "Bytes of records the key directory points to."),
+		dead:          d("dead_bytes", "Bytes of overwritten, deleted or expired records (reclaimable by merge)."),
+		disk:          d("disk_bytes", "Bytes of data files on disk."),
+		files:         d("data_files", "Data files."),
+		snapshots:     d("open_snapshots", "Open snapshots and iterators."),
+		version:       d("commit_version", "Newest committed version."),
+		writesStopped: d("writes_stopped", "1 if an I/O error stopped writes (the database must be reopened), else 0."),
+		recovery:      d("recovery_duration_seconds", "Time Open spent reading data and hint files."),
+		mergeRunning:  d("merge_running", "1 while a merge runs, else 0."),
+		mergeDone:     d("merge_bytes_done", "Input bytes handled so far by the running merge."),
+		mergeOf:       d("merge_bytes_total", "Live input bytes of the running merge."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.keys, c.expiring, c.live, c.dead, c.disk,
+		c.files, c.snapshots, c.version, c.writesStopped, c.recovery,
+		c.mergeRunning, c.mergeDone, c.mergeOf} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.db.Stats()
+	g := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
+	}
+	g(c.keys, float64(st.Keys))
+	g(c.expiring, float64(st.ExpiringKeys))
+	g(c.live, float64(st.LiveBytes))
+	g(c.dead, float64(st.DeadBytes))
+	g(c.disk, float64(st.DiskBytes))
+	g(c.files, float64(len(st.Files)))
+	g(c.snapshots, float64(st.OpenSnapshots))
+	g(c.version, float64(st.Version))
+	g(c.writesStopped, b2f(st.WriteError != nil))
+	g(c.recovery, st.Recovery.Duration.Seconds())
+	g(c.mergeRunning, b2f(st.Merge.Running))
+	g(c.mergeDone, float64(st.Merge.BytesDone))
+	g(c.mergeOf, float64(st.Merge.BytesTotal))
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
