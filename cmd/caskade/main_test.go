@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,7 +50,9 @@ func start(t *testing.T, args ...string) (*running, error) {
 	r := &running{cancel: cancel, done: make(chan error, 1), log: &syncBuffer{}}
 	ready := make(chan []net.Addr, 1)
 	root := newRootCmd(&hooks{ready: func(a []net.Addr) { ready <- a }, logOut: r.log})
-	root.SetArgs(append([]string{"serve"}, args...))
+	// The memcached and HTTP listeners are off unless a test asks: their
+	// default ports may be taken on the machine running the tests.
+	root.SetArgs(append([]string{"serve", "--memcache-addr=", "--http-addr="}, args...))
 	go func() { r.done <- root.ExecuteContext(ctx) }()
 	select {
 	case addrs := <-ready:
@@ -175,8 +179,8 @@ func TestServeUnixSocketAndDefaults(t *testing.T) {
 	if v, err := rdb.Ping(context.Background()).Result(); err != nil || v != "PONG" {
 		t.Fatalf("PING over the socket: %q %v", v, err)
 	}
-	if !strings.Contains(r.log.String(), "not served yet") {
-		t.Fatalf("no notice about --http-addr in the log:\n%s", r.log.String())
+	if !strings.Contains(r.log.String(), "serving HTTP") {
+		t.Fatalf("no HTTP listener in the log:\n%s", r.log.String())
 	}
 	// SHUTDOWN stops the command gracefully.
 	rdb.Shutdown(context.Background())
@@ -213,5 +217,67 @@ func TestVersion(t *testing.T) {
 	}
 	if envName("redis-addr") != "CASKADE_REDIS_ADDR" {
 		t.Fatal(envName("redis-addr"))
+	}
+}
+
+// One process serves all three protocols over one database: a value set
+// through Redis reads back through memcached and HTTP.
+func TestServeAllProtocols(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan []net.Addr, 1)
+	logs := &syncBuffer{}
+	root := newRootCmd(&hooks{ready: func(a []net.Addr) { ready <- a }, logOut: logs})
+	root.SetArgs([]string{"serve", "--dir", filepath.Join(dir, "d"), "--redis-addr", "127.0.0.1:0",
+		"--memcache-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	var addrs []net.Addr
+	select {
+	case addrs = <-ready:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	if len(addrs) != 3 {
+		t.Fatalf("listening on %v", addrs)
+	}
+	rdb := goredis.NewClient(&goredis.Options{Addr: addrs[0].String()})
+	defer rdb.Close()
+	if err := rdb.Set(ctx, "shared", "across protocols", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	mc, err := net.Dial("tcp", addrs[1].String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	mc.Write([]byte("get shared\r\n"))
+	buf := make([]byte, 128)
+	n, _ := io.ReadAtLeast(mc, buf, len("VALUE shared 0 16\r\nacross protocols\r\nEND\r\n"))
+	if got := string(buf[:n]); got != "VALUE shared 0 16\r\nacross protocols\r\nEND\r\n" {
+		t.Fatalf("memcached get: %q", got)
+	}
+	resp, err := http.Get("http://" + addrs[2].String() + "/v1/kv/shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "across protocols" {
+		t.Fatalf("HTTP get: %d %q", resp.StatusCode, body)
+	}
+	resp, err = http.Get("http://" + addrs[2].String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "caskade_") {
+		t.Fatalf("no caskade metrics at /metrics")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,6 +20,9 @@ import (
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/httpapi"
+	"github.com/caskade/caskade/server/memcache"
+	"github.com/caskade/caskade/server/metrics"
 	"github.com/caskade/caskade/server/redis"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -54,6 +58,7 @@ type serveConfig struct {
 	memcacheAddr    string
 	memcacheUDPAddr string
 	httpAddr        string
+	pprof           bool
 }
 
 func newRootCmd(h *hooks) *cobra.Command {
@@ -125,9 +130,10 @@ Every flag can also be given as an environment variable CASKADE_<FLAG>
 	f.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate file (PEM) for --tls-addr")
 	f.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key file (PEM) for --tls-addr")
 	f.StringVar(&cfg.tlsAddr, "tls-addr", "", "Redis protocol over TLS address (empty disables)")
-	f.StringVar(&cfg.memcacheAddr, "memcache-addr", "", "memcached protocol TCP address (served from the next release)")
-	f.StringVar(&cfg.memcacheUDPAddr, "memcache-udp-addr", "", "memcached protocol UDP address (served from the next release)")
-	f.StringVar(&cfg.httpAddr, "http-addr", "", "HTTP API address (served from the next release)")
+	f.StringVar(&cfg.memcacheAddr, "memcache-addr", "127.0.0.1:11211", "memcached protocol TCP address (empty disables)")
+	f.StringVar(&cfg.memcacheUDPAddr, "memcache-udp-addr", "", "memcached protocol UDP address (off by default: UDP invites reflection attacks)")
+	f.StringVar(&cfg.httpAddr, "http-addr", "127.0.0.1:8379", "HTTP API and /metrics address (empty disables)")
+	f.BoolVar(&cfg.pprof, "pprof", false, "serve /debug/pprof on the HTTP address")
 	return cmd
 }
 
@@ -231,8 +237,8 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		return fmt.Errorf("--timeout %d: want 0 or more seconds", cfg.timeout)
 	case cfg.tlsAddr != "" && (cfg.tlsCert == "" || cfg.tlsKey == ""):
 		return errors.New("--tls-addr needs --tls-cert and --tls-key")
-	case cfg.redisAddr == "" && cfg.redisSocket == "" && cfg.tlsAddr == "":
-		return errors.New("nothing to serve: --redis-addr, --redis-socket and --tls-addr are all empty")
+	case cfg.redisAddr == "" && cfg.redisSocket == "" && cfg.tlsAddr == "" && cfg.memcacheAddr == "" && cfg.memcacheUDPAddr == "" && cfg.httpAddr == "":
+		return errors.New("nothing to serve: every listener address is empty")
 	}
 
 	db, err := caskade.Open(cfg.dir, &caskade.Options{Sync: policy, Logger: log})
@@ -302,18 +308,56 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		}
 		listeners = append(listeners, tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
 	}
-	for flag, v := range map[string]string{"memcache-addr": cfg.memcacheAddr, "memcache-udp-addr": cfg.memcacheUDPAddr, "http-addr": cfg.httpAddr} {
-		if v != "" {
-			log.Warn("caskade: this listener is not served yet; it arrives in the next release", "flag", "--"+flag, "addr", v)
+	// The memcached and HTTP front ends share the database and one metrics
+	// registry (served at /metrics).
+	m := metrics.New(db)
+	mc := &memcache.Server{DB: db, MaxConns: cfg.maxclients, IdleTimeout: srv.IdleTimeout, Password: cfg.requirepass, Logger: log, Metrics: m}
+	web := &httpapi.Server{DB: db, Password: cfg.requirepass, EnablePprof: cfg.pprof, Logger: log, Metrics: m}
+	var mcListener, httpListener net.Listener
+	var udp net.PacketConn
+	if cfg.memcacheAddr != "" {
+		if mcListener, err = net.Listen("tcp", cfg.memcacheAddr); err != nil {
+			return fail(fmt.Errorf("--memcache-addr: %w", err))
+		}
+		listeners = append(listeners, mcListener)
+	}
+	if cfg.memcacheUDPAddr != "" {
+		if cfg.requirepass != "" {
+			return fail(errors.New("--memcache-udp-addr: UDP cannot authenticate; it is refused when --requirepass is set"))
+		}
+		if udp, err = net.ListenPacket("udp", cfg.memcacheUDPAddr); err != nil {
+			return fail(fmt.Errorf("--memcache-udp-addr: %w", err))
 		}
 	}
+	if cfg.httpAddr != "" {
+		if httpListener, err = net.Listen("tcp", cfg.httpAddr); err != nil {
+			if udp != nil {
+				udp.Close()
+			}
+			return fail(fmt.Errorf("--http-addr: %w", err))
+		}
+		listeners = append(listeners, httpListener)
+	}
 
-	errc := make(chan error, len(listeners))
+	errc := make(chan error, len(listeners)+1)
 	var addrs []net.Addr
 	for _, l := range listeners {
 		addrs = append(addrs, l.Addr())
-		log.Info("caskade: serving the Redis protocol", "addr", l.Addr().String(), "network", l.Addr().Network())
-		go func(l net.Listener) { errc <- srv.Serve(l) }(l)
+		switch l {
+		case mcListener:
+			log.Info("caskade: serving the memcached protocol", "addr", l.Addr().String())
+			go func() { errc <- ignoreClosed(mc.Serve(l)) }()
+		case httpListener:
+			log.Info("caskade: serving HTTP", "addr", l.Addr().String())
+			go func() { errc <- ignoreClosed(web.Serve(l)) }()
+		default:
+			log.Info("caskade: serving the Redis protocol", "addr", l.Addr().String(), "network", l.Addr().Network())
+			go func() { errc <- srv.Serve(l) }()
+		}
+	}
+	if udp != nil {
+		log.Info("caskade: serving the memcached protocol over UDP", "addr", udp.LocalAddr().String())
+		go func() { errc <- ignoreClosed(mc.ServeUDP(udp)) }()
 	}
 	log.Info("caskade: started", "version", versionString(), "dir", cfg.dir, "sync", policy.String(),
 		"keys", db.Stats().Keys)
@@ -332,8 +376,10 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 	log.Info("caskade: shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("caskade: connections still open at the shutdown deadline were closed", "err", err)
+	for _, sd := range []func(context.Context) error{srv.Shutdown, mc.Shutdown, web.Shutdown} {
+		if err := sd(sctx); err != nil {
+			log.Warn("caskade: connections still open at the shutdown deadline were closed", "err", err)
+		}
 	}
 	if cfg.redisSocket != "" {
 		os.Remove(cfg.redisSocket)
@@ -346,4 +392,13 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		return fmt.Errorf("serve: %w", serveErr)
 	}
 	return nil
+}
+
+// ignoreClosed turns the error a server returns after Shutdown into nil.
+func ignoreClosed(err error) error {
+	if errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) ||
+		errors.Is(err, memcache.ErrServerClosed) {
+		return nil
+	}
+	return err
 }
