@@ -281,3 +281,33 @@ func TestServeAllProtocols(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestRedisCommandsInMetrics(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan []net.Addr, 1)
+	root := newRootCmd(&hooks{ready: func(a []net.Addr) { ready <- a }, logOut: &syncBuffer{}})
+	root.SetArgs([]string{"serve", "--dir", filepath.Join(dir, "d"), "--redis-addr", "127.0.0.1:0",
+		"--memcache-addr", "", "--http-addr", "127.0.0.1:0"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	addrs := <-ready
+	rdb := goredis.NewClient(&goredis.Options{Addr: addrs[0].String()})
+	defer rdb.Close()
+	rdb.Set(ctx, "k", "v", 0)
+	rdb.Get(ctx, "k")
+	resp, err := http.Get("http://" + addrs[1].String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`caskade_commands_total{command="set",protocol="redis"} 1`, `caskade_commands_total{command="get",protocol="redis"} 1`} {
+		if !strings.Contains(string(body), want) {
+			t.Fatalf("/metrics lacks %s", want)
+		}
+	}
+	cancel()
+	<-done
+}

@@ -258,7 +258,11 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 
 	stopped, shutdown := context.WithCancel(ctx)
 	defer shutdown()
+	// All front ends share the database and one metrics registry (served at
+	// /metrics on the HTTP address).
+	m := metrics.New(db)
 	srv := &redis.Server{
+		Metrics:      m,
 		DB:           db,
 		Password:     cfg.requirepass,
 		MaxClients:   cfg.maxclients,
@@ -308,9 +312,6 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		}
 		listeners = append(listeners, tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
 	}
-	// The memcached and HTTP front ends share the database and one metrics
-	// registry (served at /metrics).
-	m := metrics.New(db)
 	mc := &memcache.Server{DB: db, MaxConns: cfg.maxclients, IdleTimeout: srv.IdleTimeout, Password: cfg.requirepass, Logger: log, Metrics: m}
 	web := &httpapi.Server{DB: db, Password: cfg.requirepass, EnablePprof: cfg.pprof, Logger: log, Metrics: m}
 	var mcListener, httpListener net.Listener

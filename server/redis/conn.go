@@ -484,6 +484,7 @@ func (c *client) call(cmd *command, args [][]byte) {
 	if c.errored {
 		cmd.failed.Add(1)
 	}
+	cmd.metric.Observe(d, c.errored)
 	s.stats.commands.Add(1)
 	c.imu.Lock()
 	c.lastCmd = cmd.name

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/metrics"
 )
 
 // Defaults for zero fields of Server.
@@ -80,6 +81,9 @@ type Server struct {
 	BackupDir string
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
+	// Metrics, if set, receives per-command counts, errors and latencies
+	// and connection counts (see package metrics).
+	Metrics *metrics.Metrics
 	// ShutdownFunc is called by the SHUTDOWN command. It should stop the
 	// process gracefully (for example by cancelling its context). If nil,
 	// SHUTDOWN makes the Server shut itself down (Shutdown in a new
@@ -176,6 +180,19 @@ func (s *Server) init() {
 			s.Databases = MaxDatabases
 		}
 		s.cmds = newCommandTable()
+		if s.Metrics != nil {
+			names := make([]string, len(s.cmds.list))
+			for i, cmd := range s.cmds.list {
+				names[i] = cmd.name
+			}
+			s.Metrics.RegisterCommands(metrics.ProtocolRedis, names...)
+			for _, cmd := range s.cmds.list {
+				cmd.metric = s.Metrics.Command(metrics.ProtocolRedis, cmd.name)
+				for _, sub := range cmd.sub {
+					sub.metric = cmd.metric // subcommands count under their command
+				}
+			}
+		}
 		s.listeners = map[net.Listener]struct{}{}
 		s.clients = map[*client]struct{}{}
 		s.done = make(chan struct{})
@@ -281,6 +298,7 @@ func (s *Server) accept(nc net.Conn) {
 	s.cfg.mu.RUnlock()
 	if s.nclients.Load() >= int64(maxc) {
 		s.stats.rejected.Add(1)
+		s.Metrics.ConnRejected(metrics.ProtocolRedis)
 		nc.SetWriteDeadline(time.Now().Add(time.Second))
 		nc.Write([]byte("-ERR max number of clients reached\r\n"))
 		nc.Close()
@@ -297,6 +315,7 @@ func (s *Server) accept(nc net.Conn) {
 	s.nclients.Add(1)
 	s.wg.Add(1)
 	s.mu.Unlock()
+	s.Metrics.ConnOpened(metrics.ProtocolRedis)
 	go func() {
 		defer s.wg.Done()
 		c.serve()
@@ -304,6 +323,7 @@ func (s *Server) accept(nc net.Conn) {
 		delete(s.clients, c)
 		s.mu.Unlock()
 		s.nclients.Add(-1)
+		s.Metrics.ConnClosed(metrics.ProtocolRedis)
 	}()
 }
 

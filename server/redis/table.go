@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+
+	"github.com/caskade/caskade/server/metrics"
 )
 
 // Command flags, as COMMAND INFO reports them.
@@ -53,6 +55,7 @@ type command struct {
 	sub      map[string]*command
 	parent   *command
 
+	metric   *metrics.CommandHandle // nil without Server.Metrics
 	calls    atomic.Int64
 	usec     atomic.Int64
 	rejected atomic.Int64
