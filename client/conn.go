@@ -1,0 +1,168 @@
+package client
+
+import (
+	"context"
+	"github.com/caskade/caskade/resp"
+)
+
+// Conn is a dedicated connection taken from a Client, for commands that
+// change connection state (SELECT, WATCH/MULTI/EXEC, CLIENT TRACKING,
+// SUBSCRIBE, CSK.BEGIN, ...) and for the low-level pipelining API:
+// Append queues commands, Flush writes them, Receive reads the replies in
+// order, as hiredis and hierdis offer.
+//
+// If the connection breaks, a Conn that never changed connection state is
+// re-dialed before its next command; one that did reports the failure
+// from then on (the state is lost), and should be closed. A Conn is not
+// safe for concurrent use. Close it to return it to the Client.
+type Conn struct {
+	c      *Client
+	d      *dconn
+	closed bool
+}
+
+// Conn returns a dedicated connection: an idle one of the Client's, or a
+// new one.
+func (c *Client) Conn(ctx context.Context) (*Conn, error) {
+	d, err := c.getDconn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Conn{c: c, d: d}, nil
+}
+
+func (cn *Conn) ready(ctx context.Context) error {
+	if cn.closed {
+		return ErrClosed
+	}
+	if cn.d.pending == 0 && cn.d.queued == 0 {
+		return cn.d.redialIfBroken(ctx)
+	}
+	return cn.d.err
+}
+
+// Do sends a command and returns its reply, as Client.Do does, except that
+// every command is allowed. It fails with ErrPendingReplies while commands
+// queued by Append await their replies. If ctx ends before the reply
+// arrives, the reply is read and dropped by the next call.
+func (cn *Conn) Do(ctx context.Context, args ...any) (Value, error) {
+	if err := cn.ready(ctx); err != nil {
+		return Value{}, err
+	}
+	if cn.d.queued > 0 || cn.d.pending > cn.d.skip {
+		return Value{}, ErrPendingReplies
+	}
+	cmd, err := appendArgs(nil, args)
+	if err != nil {
+		return Value{}, err
+	}
+	cls := classify(args)
+	if cls == classStateful {
+		cn.d.dirty = true
+	}
+	res, err := cn.d.roundTrip(ctx, cmd, cls == classBlocking)
+	if err != nil {
+		return Value{}, err
+	}
+	return res.val, res.err
+}
+
+// Append encodes a command into the Conn's write buffer without sending
+// it. It does not keep args.
+func (cn *Conn) Append(args ...any) error {
+	if cn.closed {
+		return ErrClosed
+	}
+	if cn.d.err != nil && (cn.d.dirty || cn.d.pending > 0 || cn.d.queued > 0) {
+		return cn.d.err
+	}
+	b, err := appendArgs(cn.d.wbuf, args)
+	if err != nil {
+		return err
+	}
+	cn.d.wbuf = b
+	cn.d.queued++
+	if classify(args) == classStateful {
+		cn.d.dirty = true
+	}
+	return nil
+}
+
+// Flush writes the commands queued by Append.
+func (cn *Conn) Flush(ctx context.Context) error {
+	if cn.closed {
+		return ErrClosed
+	}
+	if cn.d.err != nil && cn.d.pending == 0 && !cn.d.dirty {
+		// Broken with nothing owed: re-dial and write the queue there.
+		wbuf, queued := cn.d.wbuf, cn.d.queued
+		if err := cn.d.redialIfBroken(ctx); err != nil {
+			return err
+		}
+		cn.d.wbuf, cn.d.queued = wbuf, queued
+	}
+	return cn.d.flush(ctx)
+}
+
+// Receive returns the next reply to a command sent with Append, flushing
+// queued commands first. A server error reply is returned as a *Error.
+// RESP3 push data (invalidations) is skipped. If ctx ends
+// before a reply starts, the reply stays owed and the next Receive returns
+// it. It returns ErrNoReply when no reply is owed.
+func (cn *Conn) Receive(ctx context.Context) (Value, error) {
+	if cn.closed {
+		return Value{}, ErrClosed
+	}
+	if cn.d.queued > 0 {
+		if err := cn.Flush(ctx); err != nil {
+			return Value{}, err
+		}
+	}
+	d := cn.d
+	if d.pending-d.skip == 0 {
+		return Value{}, ErrNoReply
+	}
+	var res result
+	err := d.readRepliesOwed(ctx, 1, d.cl.opt.ReadTimeout, func(rd *resp.Reader) error {
+		return readResult(rd, &res)
+	}, false)
+	if err != nil {
+		return Value{}, err
+	}
+	return res.val, res.err
+}
+
+// Pipeline returns an empty pipeline on this connection.
+func (cn *Conn) Pipeline() *Pipe { return &Pipe{c: cn.c, d: cn.d} }
+
+// TxPipeline returns an empty MULTI/EXEC pipeline on this connection.
+func (cn *Conn) TxPipeline() *Pipe { return &Pipe{c: cn.c, d: cn.d, multi: true} }
+
+// Pipelined queues commands with fn and runs them on this connection.
+func (cn *Conn) Pipelined(ctx context.Context, fn func(p *Pipe) error) ([]*Cmd, error) {
+	if err := cn.ready(ctx); err != nil {
+		return nil, err
+	}
+	return runPipe(ctx, cn.Pipeline(), fn)
+}
+
+// TxPipelined queues commands with fn and runs them in MULTI/EXEC on this
+// connection (after a WATCH sent with Do, for example).
+func (cn *Conn) TxPipelined(ctx context.Context, fn func(p *Pipe) error) ([]*Cmd, error) {
+	if err := cn.ready(ctx); err != nil {
+		return nil, err
+	}
+	return runPipe(ctx, cn.TxPipeline(), fn)
+}
+
+// Close returns the connection to the Client for reuse if it is in its
+// initial state with nothing owed, and closes it otherwise. Later calls
+// return ErrClosed.
+func (cn *Conn) Close() error {
+	if cn.closed {
+		return ErrClosed
+	}
+	cn.closed = true
+	cn.c.putDconn(cn.d)
+	return nil
+}

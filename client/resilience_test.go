@@ -1,0 +1,498 @@
+package client_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"math/big"
+	mrand "math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caskade/caskade/client"
+	"github.com/caskade/caskade/resp"
+)
+
+// TestRestartMidStream kills the server (listener and connections) while
+// goroutines run GET and SET on keys of their own, starts a new one on the
+// same address, and checks that the client recovers and that every reply
+// went to its caller.
+func TestRestartMidStream(t *testing.T) {
+	ts := startCaskade(t, nil)
+	var dials atomic.Int64
+	c := dial(t, ts.addr, &client.Options{
+		PoolSize: 2, MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 20 * time.Millisecond, MaxRetries: 5,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
+	})
+	ctx := testCtx(t)
+	const workers, before, after = 16, 100, 100
+	var total atomic.Int64
+	var restarted atomic.Bool
+	warm := make(chan struct{})
+	var warmOnce sync.Once
+	var connErrs, maybeErrs atomic.Int64
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			key := "rs:" + strconv.Itoa(w)
+			acked, sent := -1, -1 // highest acknowledged and highest sent sequence
+			okAfter := 0
+			for seq := 0; ; seq++ {
+				if restarted.Load() && okAfter >= after {
+					errs <- nil
+					return
+				}
+				val := fmt.Sprintf("%s:%d", key, seq)
+				sent = seq
+				_, err := c.Set(ctx, key, []byte(val), client.SetArgs{})
+				if err == nil {
+					acked = seq
+				} else if !classifyErr(err, &connErrs, &maybeErrs) {
+					errs <- fmt.Errorf("SET: %w", err)
+					return
+				}
+				got, err := c.Get(ctx, key)
+				if err != nil {
+					if errors.Is(err, client.Nil) && acked < 0 {
+						continue
+					}
+					if !classifyErr(err, &connErrs, &maybeErrs) {
+						errs <- fmt.Errorf("GET: %w", err)
+						return
+					}
+					continue
+				}
+				prefix, num, ok := strings.Cut(string(got), ":")
+				prefix2, num2, ok2 := strings.Cut(num, ":")
+				n, _ := strconv.Atoi(num2)
+				if !ok || !ok2 || prefix+":"+prefix2 != key || n < acked || n > sent {
+					errs <- fmt.Errorf("worker %d got %q: acked %d, sent %d", w, got, acked, sent)
+					return
+				}
+				if restarted.Load() {
+					okAfter++
+				}
+				if total.Add(1) == workers*before {
+					warmOnce.Do(func() { close(warm) })
+				}
+			}
+		}()
+	}
+	select {
+	case <-warm:
+	case err := <-errs:
+		t.Fatal(err)
+	}
+	initial := dials.Load()
+	ts.restart(t)
+	restarted.Store(true)
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if dials.Load() <= initial {
+		t.Fatalf("no re-dial after the restart (%d dials)", dials.Load())
+	}
+	t.Logf("%d dials, %d connection errors (%d maybe executed), %d successful round trips",
+		dials.Load(), connErrs.Load(), maybeErrs.Load(), total.Load())
+}
+
+// classifyErr accepts the errors a restart may cause: connection errors.
+func classifyErr(err error, connErrs, maybeErrs *atomic.Int64) bool {
+	var ce *client.ConnError
+	if !errors.As(err, &ce) {
+		return false
+	}
+	connErrs.Add(1)
+	if ce.MaybeExecuted {
+		maybeErrs.Add(1)
+	}
+	return true
+}
+
+func TestReconnectBeforeNextCommand(t *testing.T) {
+	ts := startCaskade(t, nil)
+	p := startProxy(t, ts.addr)
+	c := dial(t, p.addr(), &client.Options{PoolSize: 1, MaxRetries: -1})
+	ctx := testCtx(t)
+	must[[]byte](t)(c.Set(ctx, "rc", []byte("1"), client.SetArgs{}))
+	// The connection dies while idle; the next command (even a write, with
+	// no retries allowed) runs on a new one.
+	p.killAll()
+	var err error
+	for i := 0; i < 2; i++ {
+		// The client notices the close asynchronously; a write sent in the
+		// meantime is refused as not executed, never run twice.
+		if _, err = c.Set(ctx, "rc", []byte("2"), client.SetArgs{}); err == nil {
+			break
+		}
+		var ce *client.ConnError
+		if !errors.As(err, &ce) {
+			t.Fatalf("Set after the connection died: %v", err)
+		}
+	}
+	check(t, err)
+	eq(t, "Get", string(must[[]byte](t)(c.Get(ctx, "rc"))), "2")
+	if p.dials.Load() != 2 {
+		t.Fatalf("%d dials, want 2", p.dials.Load())
+	}
+}
+
+func TestMaybeExecutedAndIdempotentRetry(t *testing.T) {
+	ts := startCaskade(t, nil)
+	p := startProxy(t, ts.addr)
+	c := dial(t, p.addr(), &client.Options{PoolSize: 1, MinRetryBackoff: time.Millisecond})
+	ctx := testCtx(t)
+	must[[]byte](t)(c.Set(ctx, "me", []byte("v"), client.SetArgs{}))
+
+	// cut runs call while the proxy swallows replies, and kills the
+	// connections once the request (containing marker) reached the server.
+	cut := func(marker string, call func() error) error {
+		p.holdReplies(true)
+		fired := p.expect(marker)
+		res := make(chan error, 1)
+		go func() { res <- call() }()
+		<-fired
+		p.holdReplies(false)
+		p.killAll()
+		return <-res
+	}
+
+	// A write in flight: may have executed, not retried.
+	dials := p.dials.Load()
+	err := cut("maybe-write", func() error {
+		_, err := c.Set(ctx, "me", []byte("maybe-write"), client.SetArgs{})
+		return err
+	})
+	var ce *client.ConnError
+	if !errors.As(err, &ce) || !ce.MaybeExecuted || !errors.Is(err, client.ErrMaybeExecuted) {
+		t.Fatalf("write cut in flight: %v", err)
+	}
+	if p.dials.Load() != dials {
+		t.Fatal("the write was sent again on a new connection")
+	}
+
+	// A read in flight is retried once on a new connection.
+	// (Keys of their own: the server may still run the cut write late.)
+	must[[]byte](t)(c.Set(ctx, "me-read", []byte("v2"), client.SetArgs{}))
+	dials = p.dials.Load()
+	err = cut("GET", func() error {
+		v, err := c.Get(ctx, "me-read")
+		if err == nil && string(v) != "v2" {
+			err = fmt.Errorf("GET = %q", v)
+		}
+		return err
+	})
+	check(t, err)
+	if p.dials.Load() <= dials {
+		t.Fatal("the read was not retried on a new connection")
+	}
+
+	// A write marked idempotent is retried too.
+	err = cut("idem", func() error {
+		_, err := c.Set(client.Idempotent(ctx), "me-idem", []byte("idem"), client.SetArgs{})
+		return err
+	})
+	check(t, err)
+	eq(t, "value after idempotent retry", string(must[[]byte](t)(c.Get(ctx, "me-idem"))), "idem")
+}
+
+func TestTimeouts(t *testing.T) {
+	forEachServer(t, func(t *testing.T, ts *testServer) {
+		bg := testCtx(t)
+		c := dial(t, ts.addr, &client.Options{PoolSize: 1})
+		must[[]byte](t)(c.Set(bg, "to", []byte("v"), client.SetArgs{}))
+
+		// A context deadline on a shared connection: the call gives up, the
+		// connection stays in step.
+		ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
+		_, err := c.Do(ctx, "DEBUG", "SLEEP", "0.2")
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, client.ErrMaybeExecuted) {
+			t.Fatalf("Do past its deadline: %v", err)
+		}
+		var ce *client.ConnError
+		if !errors.As(err, &ce) || !ce.Timeout() {
+			t.Fatalf("not a timeout: %v", err)
+		}
+		eq(t, "Get after a timed-out call", string(must[[]byte](t)(c.Get(bg, "to"))), "v")
+
+		// Cancellation, at any moment.
+		ctx, cancel = context.WithCancel(bg)
+		go cancel()
+		_, err = c.Do(ctx, "DEBUG", "SLEEP", "0.2")
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Do cancelled: %v", err)
+		}
+		eq(t, "Get after a cancelled call", string(must[[]byte](t)(c.Get(bg, "to"))), "v")
+		// An already expired context sends nothing.
+		ctx, cancel = context.WithCancel(bg)
+		cancel()
+		if _, err := c.Get(ctx, "to"); !errors.Is(err, context.Canceled) || errors.Is(err, client.ErrMaybeExecuted) {
+			t.Fatalf("Get with a done context: %v", err)
+		}
+
+		// ReadTimeout: a server that does not answer in time is a dead
+		// connection; the next command gets a new one.
+		c2 := dial(t, ts.addr, &client.Options{PoolSize: 1, ReadTimeout: 100 * time.Millisecond})
+		_, err = c2.Do(bg, "DEBUG", "SLEEP", "0.5")
+		if !errors.As(err, &ce) || !ce.Timeout() || !ce.MaybeExecuted {
+			t.Fatalf("Do past ReadTimeout: %v", err)
+		}
+		eq(t, "Get after ReadTimeout", string(must[[]byte](t)(c2.Get(bg, "to"))), "v")
+
+		// A dedicated connection: the late reply is dropped by the next call.
+		conn := must[*client.Conn](t)(c.Conn(bg))
+		defer conn.Close()
+		ctx, cancel = context.WithTimeout(bg, 50*time.Millisecond)
+		_, err = conn.Do(ctx, "DEBUG", "SLEEP", "0.2")
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Conn.Do past its deadline: %v", err)
+		}
+		eq(t, "Conn GET after timeout", must[string](t)(must[client.Value](t)(conn.Do(bg, "GET", "to")).Str()), "v")
+		ctx, cancel = context.WithCancel(bg)
+		go cancel()
+		if _, err = conn.Do(ctx, "DEBUG", "SLEEP", "0.2"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Conn.Do cancelled: %v", err)
+		}
+		eq(t, "Conn GET after cancel", must[string](t)(must[client.Value](t)(conn.Do(bg, "GET", "to")).Str()), "v")
+		// Receive: a reply that did not come in time stays owed.
+		check(t, conn.Append("DEBUG", "SLEEP", "0.5"))
+		check(t, conn.Append("GET", "to"))
+		ctx, cancel = context.WithTimeout(bg, 20*time.Millisecond)
+		_, err = conn.Receive(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Receive past its deadline: %v", err)
+		}
+		eq(t, "late reply", must[client.Value](t)(conn.Receive(bg)).IsOK(), true)
+		eq(t, "next reply", must[string](t)(must[client.Value](t)(conn.Receive(bg)).Str()), "v")
+	})
+}
+
+func TestUnixSocket(t *testing.T) {
+	path := tempSocket(t)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startCaskadeOn(t, l, nil)
+	if !strings.HasPrefix(ts.addr, "unix://") {
+		t.Fatalf("address %q", ts.addr)
+	}
+	ctx := testCtx(t)
+	c := dial(t, ts.addr, nil)
+	must[[]byte](t)(c.Set(ctx, "unix", []byte("sock"), client.SetArgs{}))
+	eq(t, "Get over a unix socket", string(must[[]byte](t)(c.Get(ctx, "unix"))), "sock")
+	cmds := must[[]*client.Cmd](t)(c.Pipelined(ctx, func(p *client.Pipe) error {
+		for range 100 {
+			p.Incr("unix:n")
+		}
+		return nil
+	}))
+	eq(t, "last INCR", must[int64](t)(cmds[99].Int()), 100)
+	conn := must[*client.Conn](t)(c.Conn(ctx))
+	defer conn.Close()
+	info := must[string](t)(must[client.Value](t)(conn.Do(ctx, "CLIENT", "INFO")).Str())
+	if !strings.Contains(info, "flags=U") {
+		t.Fatalf("CLIENT INFO over a unix socket: %q", info)
+	}
+}
+
+func TestTLS(t *testing.T) {
+	cert, pool := selfSigned(t)
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := tls.NewListener(raw, &tls.Config{Certificates: []tls.Certificate{cert}})
+	ts := startCaskadeOn(t, l, nil)
+	ctx := testCtx(t)
+	c := dial(t, ts.addr, &client.Options{TLSConfig: &tls.Config{RootCAs: pool}})
+	must[[]byte](t)(c.Set(ctx, "tls", []byte("yes"), client.SetArgs{}))
+	eq(t, "Get over TLS", string(must[[]byte](t)(c.Get(ctx, "tls"))), "yes")
+	// Without trusting the certificate the handshake fails.
+	_, err = client.Dial(ctx, ts.addr, &client.Options{TLSConfig: &tls.Config{}, MaxRetries: -1})
+	var uerr x509.UnknownAuthorityError
+	if !errors.As(err, &uerr) {
+		t.Fatalf("Dial with an untrusted certificate: %v", err)
+	}
+}
+
+func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "caskade test"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
+}
+
+// TestHelloFallback talks to a fake RESP2-only server that refuses HELLO.
+func TestHelloFallback(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var mu sync.Mutex
+	var seen []string
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				rd := resp.NewReader(nc, nil)
+				var args [][]byte
+				for {
+					if args, err = rd.ReadCommand(args); err != nil {
+						return
+					}
+					var parts []string
+					for _, a := range args {
+						parts = append(parts, string(a))
+					}
+					mu.Lock()
+					seen = append(seen, strings.Join(parts, " "))
+					mu.Unlock()
+					var out []byte
+					switch strings.ToUpper(parts[0]) {
+					case "HELLO":
+						out = resp.AppendError(nil, "ERR unknown command 'HELLO', with args beginning with: '3' ")
+					case "GET":
+						out = resp.AppendBulkString(nil, "fake")
+					default:
+						out = resp.AppendSimpleString(nil, "OK")
+					}
+					nc.Write(out)
+				}
+			}()
+		}
+	}()
+	ctx := testCtx(t)
+	c := dial(t, l.Addr().String(), &client.Options{Password: "pw", DB: 2, ClientName: "me", PoolSize: 1})
+	eq(t, "Protocol", c.Protocol(), 2)
+	eq(t, "Get", string(must[[]byte](t)(c.Get(ctx, "k"))), "fake")
+	mu.Lock()
+	got := strings.Join(seen, "|")
+	mu.Unlock()
+	want := "HELLO 3 AUTH default pw SETNAME me|AUTH pw|CLIENT SETNAME me|SELECT 2|GET k"
+	if got != want {
+		t.Fatalf("commands seen:\n%s\nwant:\n%s", got, want)
+	}
+	// With Protocol 3 demanded, the refusal is an error.
+	if _, err := client.Dial(ctx, l.Addr().String(), &client.Options{Protocol: 3, MaxRetries: -1}); !errors.Is(err, client.ErrUnknownCommand) {
+		t.Fatalf("Dial demanding RESP3: %v", err)
+	}
+}
+
+// TestAutoPipelining runs 64 goroutines of random commands on keys of their
+// own, plus a shared counter, over two shared connections.
+func TestAutoPipelining(t *testing.T) {
+	forEachServer(t, func(t *testing.T, ts *testServer) {
+		seed := uint64(time.Now().UnixNano())
+		t.Logf("seed %d", seed)
+		ctx := testCtx(t)
+		c := dial(t, ts.addr, &client.Options{PoolSize: 2})
+		const goroutines, ops = 64, 300
+		var wg sync.WaitGroup
+		errs := make(chan error, goroutines)
+		var incrs atomic.Int64
+		for g := range goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := mrand.New(mrand.NewPCG(seed, uint64(g)))
+				model := map[string]string{}
+				for i := range ops {
+					key := fmt.Sprintf("ap:%d:%d", g, rng.IntN(8))
+					var err error
+					switch rng.IntN(6) {
+					case 0, 1:
+						val := fmt.Sprintf("%d-%d-%d", g, i, rng.Uint64())
+						if _, err = c.Set(ctx, key, []byte(val), client.SetArgs{}); err == nil {
+							model[key] = val
+						}
+					case 2, 3:
+						var got []byte
+						got, err = c.Get(ctx, key)
+						want, ok := model[key]
+						switch {
+						case errors.Is(err, client.Nil) && !ok:
+							err = nil
+						case err == nil && (!ok || string(got) != want):
+							err = fmt.Errorf("goroutine %d: GET %s = %q, want %q (present %v)", g, key, got, want, ok)
+						}
+					case 4:
+						var n int64
+						n, err = c.Del(ctx, key)
+						_, ok := model[key]
+						if err == nil && (n == 1) != ok {
+							err = fmt.Errorf("goroutine %d: DEL %s = %d, present %v", g, key, n, ok)
+						}
+						delete(model, key)
+					case 5:
+						_, err = c.Incr(ctx, "ap:counter")
+						incrs.Add(1)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		n, err := c.Get(ctx, "ap:counter")
+		if incrs.Load() == 0 {
+			return
+		}
+		check(t, err)
+		eq(t, "counter", string(n), strconv.FormatInt(incrs.Load(), 10))
+	})
+}

@@ -1,0 +1,150 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/caskade/caskade/resp"
+)
+
+// Tx is the dedicated connection of a Watch call: reads made with it see
+// the current data, and TxPipelined runs the writes in MULTI/EXEC, which
+// fails with ErrTxFailed if a watched key changed since WATCH. A Tx is not
+// safe for concurrent use and must not be used after fn returns.
+type Tx struct {
+	d     *dconn
+	c     *Client
+	execd bool // EXEC or DISCARD ended the WATCH
+}
+
+// Do sends a command on the transaction's connection.
+func (tx *Tx) Do(ctx context.Context, args ...any) (Value, error) {
+	cmd, err := appendArgs(nil, args)
+	if err != nil {
+		return Value{}, err
+	}
+	var buf [16]byte
+	switch string(lowerName(buf[:], argName(args[0]))) {
+	case "exec", "discard", "unwatch":
+		tx.execd = true
+	case "multi", "watch":
+	default:
+		if classify(args) == classStateful {
+			tx.d.dirty = true
+		}
+	}
+	res, err := tx.d.roundTrip(ctx, cmd, classify(args) == classBlocking)
+	if err != nil {
+		return Value{}, err
+	}
+	return res.val, res.err
+}
+
+// Get returns the value of key, or Nil.
+func (tx *Tx) Get(ctx context.Context, key string) ([]byte, error) {
+	res, err := tx.d.roundTrip(ctx, resp.AppendCommandString(nil, "GET", key), false)
+	if err == nil {
+		err = res.err
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res.val.Bytes()
+}
+
+// Watch adds keys to the watched keys.
+func (tx *Tx) Watch(ctx context.Context, keys ...string) error {
+	b := resp.AppendArrayHeader(nil, 1+len(keys))
+	b = resp.AppendBulkString(b, "WATCH")
+	for _, k := range keys {
+		b = resp.AppendBulkString(b, k)
+	}
+	res, err := tx.d.roundTrip(ctx, b, false)
+	if err == nil {
+		err = res.err
+	}
+	return err
+}
+
+// Pipelined runs commands in a pipeline on the transaction's connection,
+// without MULTI/EXEC.
+func (tx *Tx) Pipelined(ctx context.Context, fn func(p *Pipe) error) ([]*Cmd, error) {
+	return runPipe(ctx, &Pipe{c: tx.c, d: tx.d}, fn)
+}
+
+// TxPipelined runs the commands queued by fn in MULTI/EXEC. It returns
+// ErrTxFailed if a watched key changed (nothing was applied), which makes
+// Watch run its function again.
+func (tx *Tx) TxPipelined(ctx context.Context, fn func(p *Pipe) error) ([]*Cmd, error) {
+	p := &Pipe{c: tx.c, d: tx.d, multi: true}
+	if err := fn(p); err != nil {
+		return nil, err
+	}
+	tx.execd = true
+	return p.Exec(ctx)
+}
+
+// Watch runs fn with a dedicated connection on which keys are WATCHed, as
+// go-redis's Watch: fn reads with the Tx and writes with tx.TxPipelined.
+// When EXEC reports that a watched key changed (ErrTxFailed), Watch runs
+// fn again, up to Options.WatchRetries times in all, with a growing random
+// backoff between attempts; then it returns ErrTxFailed. It also runs fn
+// again when the connection broke before EXEC was sent. Other errors from
+// fn are returned as they are. fn may run several times, so it should have
+// no effects beyond the transaction.
+func (c *Client) Watch(ctx context.Context, fn func(tx *Tx) error, keys ...string) error {
+	connRetries := 0
+	for attempt := 1; ; attempt++ {
+		d, err := c.getDconn(ctx)
+		if err != nil {
+			return err
+		}
+		err = c.watchOnce(ctx, d, fn, keys)
+		c.putDconn(d)
+		if err == nil {
+			return nil
+		}
+		var ce *ConnError
+		switch {
+		case errors.Is(err, ErrTxFailed) && attempt < c.opt.WatchRetries:
+			if err := c.sleep(ctx, watchBackoff(attempt)); err != nil {
+				return err
+			}
+		case errors.As(err, &ce) && !ce.MaybeExecuted && ctx.Err() == nil && connRetries < c.opt.MaxRetries:
+			connRetries++
+		default:
+			return err
+		}
+	}
+}
+
+// watchBackoff is a random wait below 1 ms doubling per attempt, capped at
+// 100 ms ("full jitter", which spreads contending clients best).
+func watchBackoff(attempt int) time.Duration {
+	d := time.Millisecond << min(attempt-1, 7)
+	d = min(d, 100*time.Millisecond)
+	return time.Duration(rand.Int64N(int64(d)) + 1)
+}
+
+func (c *Client) watchOnce(ctx context.Context, d *dconn, fn func(tx *Tx) error, keys []string) (err error) {
+	tx := &Tx{d: d, c: c}
+	if len(keys) > 0 {
+		if err := tx.Watch(ctx, keys...); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			d.dirty = true // still watching: never reuse
+			panic(p)
+		}
+		if !tx.execd && d.err == nil {
+			if _, uerr := d.roundTrip(ctx, resp.AppendCommandString(nil, "UNWATCH"), false); uerr != nil {
+				d.dirty = true
+			}
+		}
+	}()
+	return fn(tx)
+}
