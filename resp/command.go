@@ -85,7 +85,7 @@ func (r *Reader) readHeaderLine(tooBig error) (first byte, n int64, ok bool, siz
 	first = '\r'
 	if len(line) > 0 {
 		first = line[0]
-		n, ok = parseInt(line[1:])
+		n, ok = ParseInt(line[1:])
 	}
 	size = int64(len(line)) + 2
 	// Redis waits for one more byte after the \r and does not check it.

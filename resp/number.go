@@ -5,10 +5,11 @@ import (
 	"strconv"
 )
 
-// parseInt parses a decimal integer exactly as Redis's string2ll does:
+// ParseInt parses a decimal integer exactly as Redis's string2ll does:
 // an optional '-', no '+', no leading zeros, no "-0", at most 20 bytes,
-// within the int64 range.
-func parseInt(b []byte) (int64, bool) {
+// within the int64 range. Servers use it for integer arguments so that
+// they accept what Redis accepts.
+func ParseInt(b []byte) (int64, bool) {
 	n := len(b)
 	if n == 0 || n >= 21 {
 		return 0, false

@@ -271,7 +271,7 @@ func (h *Header) parse(line []byte) error {
 	var ok bool
 	switch h.Kind {
 	case KindInt:
-		if h.Int, ok = parseInt(line); !ok {
+		if h.Int, ok = ParseInt(line); !ok {
 			return errReplyBadInt
 		}
 	case KindDouble:
@@ -299,7 +299,7 @@ func (h *Header) parse(line []byte) error {
 		case h.Kind == KindBulk && string(line) == "?":
 			h.Len = StreamedLen
 		default:
-			if h.Len, ok = parseInt(line); !ok || h.Len < -1 {
+			if h.Len, ok = ParseInt(line); !ok || h.Len < -1 {
 				return errInvalidBulkLen
 			}
 		}
@@ -308,7 +308,7 @@ func (h *Header) parse(line []byte) error {
 		case h.Kind != KindAttribute && h.Kind != KindPush && string(line) == "?":
 			h.Len = StreamedLen
 		default:
-			h.Len, ok = parseInt(line)
+			h.Len, ok = ParseInt(line)
 			if !ok || h.Len < -1 || h.Len == -1 && h.Kind == KindAttribute ||
 				(h.Kind == KindMap || h.Kind == KindAttribute) && h.Len > math.MaxInt64/2 {
 				return errReplyBadAggregate
@@ -379,7 +379,7 @@ func (r *Reader) readChunkHeader() (int64, error) {
 	if len(raw) == 0 || raw[len(raw)-1] != '\r' {
 		return 0, errReplyNoCRLF
 	}
-	n, ok := parseInt(raw[:len(raw)-1])
+	n, ok := ParseInt(raw[:len(raw)-1])
 	if !ok || n < 0 {
 		return 0, errReplyBadChunk
 	}

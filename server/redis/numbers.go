@@ -4,57 +4,14 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/caskade/caskade/resp"
 )
 
 // string2ll parses a decimal integer exactly as Redis's string2ll does: an
 // optional '-', no '+', no leading zeros, no spaces, within int64.
-func string2ll(b []byte) (int64, bool) {
-	n := len(b)
-	if n == 0 || n > 20 {
-		return 0, false
-	}
-	if n == 1 && b[0] == '0' {
-		return 0, true
-	}
-	i := 0
-	neg := b[0] == '-'
-	if neg {
-		i++
-		if i == n {
-			return 0, false
-		}
-	}
-	if b[i] < '1' || b[i] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for ; i < n; i++ {
-		c := b[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if v > math.MaxUint64/10 {
-			return 0, false
-		}
-		v *= 10
-		if v > math.MaxUint64-uint64(c-'0') {
-			return 0, false
-		}
-		v += uint64(c - '0')
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return int64(-v), true
-	}
-	if v > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(v), true
-}
+func string2ll(b []byte) (int64, bool) { return resp.ParseInt(b) }
 
-// string2ull parses a SCAN cursor as Redis does.
 func string2ull(b []byte) (uint64, bool) {
 	if v, ok := string2ll(b); ok {
 		if v < 0 {
