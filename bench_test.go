@@ -1,6 +1,7 @@
 package caskade
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -136,5 +137,36 @@ func BenchmarkOpen(b *testing.B) {
 			b.Fatal(err)
 		}
 		db.Close()
+	}
+}
+
+// BenchmarkMerge measures merge throughput (MB/s of live records
+// rewritten): each iteration writes every key once more, making the older
+// copies dead, and merges all sealed files.
+func BenchmarkMerge(b *testing.B) {
+	const n = 200_000
+	db, err := Open(b.TempDir(), &Options{Sync: SyncNone, MaxFileSize: 4 << 20, MergeInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	val := make([]byte, 100)
+	var batch Batch
+	b.SetBytes(int64(n * (16 + 100 + 33)))
+	for b.Loop() {
+		b.StopTimer()
+		for i := range n {
+			batch.Set(benchKey(uint64(i)), val)
+			if batch.Len() == 1000 {
+				db.Write(&batch)
+				batch.Reset()
+			}
+		}
+		db.Write(&batch)
+		batch.Reset()
+		b.StartTimer()
+		if _, err := db.Merge(context.Background()); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
