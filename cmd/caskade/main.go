@@ -1,7 +1,22 @@
 // Command caskade is the caskade database server and tool.
 //
-//	caskade serve [flags]   serve the database over the Redis protocol
-//	caskade version         print the version
+//	caskade serve [flags]                    serve the database (Redis, memcached and HTTP protocols)
+//	caskade merge DIR                        compact the database in DIR
+//	caskade backup DIR DEST [--link]         write a verified copy of DIR to DEST
+//	caskade restore BACKUP DIR [--force]     verify a backup and install it as DIR
+//	caskade check DIR [--repair DEST]        verify every record and hint file; write a salvaged copy
+//	caskade dump DIR [-o FILE]               export every live pair as a dump stream
+//	caskade load DIR [-i FILE]               import a dump stream in large batches, one final sync
+//	caskade version                          print the version
+//
+// The maintenance commands (merge, backup, restore, check, dump, load) work
+// on a directory that no server holds: they refuse one a running caskade
+// has open (a running server takes backups itself, with SAVE and BGSAVE).
+// They take every path from their arguments, print a summary on standard
+// output, show a progress bar on standard error when it is a terminal
+// (nothing otherwise), log warnings to standard error (info too with
+// --verbose), and on failure print a one-line reason and exit with status 1;
+// check also exits with status 1 when it finds damage.
 //
 // Every flag of serve can also be set through the environment, as
 // CASKADE_<FLAG> in upper case with dashes turned into underscores

@@ -39,6 +39,9 @@ type hooks struct {
 	ready func(addrs []net.Addr)
 	// logOut receives the log (default os.Stderr).
 	logOut io.Writer
+	// progress shows the maintenance commands' progress bars even when
+	// stderr is not a terminal.
+	progress bool
 }
 
 // serveConfig holds the serve flags.
@@ -72,6 +75,7 @@ func newRootCmd(h *hooks) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCmd(h), newVersionCmd())
+	addMaintenanceCmds(root, h)
 	return root
 }
 

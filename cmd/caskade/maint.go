@@ -1,0 +1,558 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caskade/caskade"
+	"github.com/spf13/cobra"
+)
+
+// addMaintenanceCmds adds the commands that work on a database directory
+// that no server holds: merge, backup, restore, check, dump and load.
+func addMaintenanceCmds(root *cobra.Command, h *hooks) {
+	for _, c := range []*cobra.Command{newMergeCmd(h), newBackupCmd(h), newRestoreCmd(h),
+		newCheckCmd(h), newDumpCmd(h), newLoadCmd(h)} {
+		c.Long = strings.TrimSpace(c.Long)
+		root.AddCommand(c)
+	}
+}
+
+// cliError is an error whose message is the command's one-line reason; it
+// wraps the cause, so errors.Is and errors.As still see it.
+type cliError struct {
+	msg string
+	err error
+}
+
+func (e *cliError) Error() string { return e.msg }
+func (e *cliError) Unwrap() error { return e.err }
+
+// reason returns err's message without the "caskade: " prefix that main
+// prints anyway.
+func reason(err error) string {
+	return strings.TrimPrefix(err.Error(), "caskade: ")
+}
+
+// wrapf returns "what: cause" as a one-line error wrapping err, where an
+// error that says a directory is locked becomes the "in use" reason.
+func wrapf(err error, dir, format string, args ...any) error {
+	if errors.Is(err, caskade.ErrLocked) {
+		return inUse(dir, err)
+	}
+	return &cliError{msg: fmt.Sprintf(format, args...) + ": " + reason(err), err: err}
+}
+
+// openErr is the error for a failed caskade.Open of dir.
+func openErr(err error, dir string) error {
+	if errors.Is(err, caskade.ErrCorrupt) {
+		return &cliError{msg: fmt.Sprintf("open %s: %s (caskade check %s shows the damage; --repair DEST writes a salvaged copy)",
+			dir, reason(err), dir), err: err}
+	}
+	return wrapf(err, dir, "open %s", dir)
+}
+
+// inUse is the error for a directory whose lock another process holds.
+func inUse(dir string, err error) error {
+	return &cliError{msg: fmt.Sprintf("%s is in use by a running caskade (or another process)", dir), err: err}
+}
+
+// requireDir fails unless dir is an existing directory.
+func requireDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &cliError{msg: fmt.Sprintf("%s: no such directory", dir), err: err}
+	case err != nil:
+		return &cliError{msg: err.Error(), err: err}
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
+}
+
+// maint is what every maintenance command shares: its log, its outputs
+// and whether it shows progress bars.
+type maint struct {
+	log  *slog.Logger
+	out  io.Writer // the summary
+	errw io.Writer // progress bars
+	show bool
+}
+
+func newMaint(cmd *cobra.Command, h *hooks, verbose bool) *maint {
+	errw := cmd.ErrOrStderr()
+	logOut := h.logOut
+	if logOut == nil {
+		logOut = errw
+	}
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelInfo
+	}
+	return &maint{
+		log:  slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level})),
+		out:  cmd.OutOrStdout(),
+		errw: errw,
+		show: h.progress || isTerminal(errw),
+	}
+}
+
+// progress starts a progress bar (a spinner if max <= 0) on stderr if it is
+// a terminal; see newProgress.
+func (m *maint) progress(max int64, desc string, bytes, count bool) *progress {
+	return newProgress(m.errw, m.show, max, desc, bytes, count)
+}
+
+// dur formats a duration for a summary line.
+func dur(d time.Duration) string {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+const lockNote = `
+It refuses a directory that a running caskade server (or any other process)
+has open.
+`
+
+func newMergeCmd(h *hooks) *cobra.Command {
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "merge DIR",
+		Short: "Compact the database in DIR",
+		Long: `Merge opens the database in DIR and compacts it: the live records of its data
+files are rewritten into new files with hint files, and overwritten, deleted
+and expired records are dropped. It prints a one-line summary.
+` + lockNote + `
+A running server merges on its own (and on BGREWRITEAOF).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runMerge(c.Context(), newMaint(c, h, verbose), args[0])
+		},
+	}
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log what happens (info level) to stderr")
+	return cmd
+}
+
+func runMerge(ctx context.Context, m *maint, dir string) error {
+	if err := requireDir(dir); err != nil {
+		return err
+	}
+	db, err := caskade.Open(dir, &caskade.Options{Logger: m.log, MergeInterval: -1, ExpiryPeriod: -1})
+	if err != nil {
+		return openErr(err, dir)
+	}
+	pb := m.progress(0, "merging", true, false)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	if pb.visible() {
+		wg.Go(func() {
+			t := time.NewTicker(100 * time.Millisecond)
+			defer t.Stop()
+			sized := false
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+				}
+				mp := db.Stats().Merge
+				if !mp.Running || mp.BytesTotal <= 0 {
+					continue
+				}
+				if !sized {
+					pb.setMax(mp.BytesTotal)
+					sized = true
+				}
+				pb.set(mp.BytesDone)
+			}
+		})
+	}
+	st, err := db.Merge(ctx)
+	close(stop)
+	wg.Wait()
+	pb.done()
+	cerr := db.Close()
+	if err != nil {
+		return wrapf(err, dir, "merge %s", dir)
+	}
+	if cerr != nil {
+		return wrapf(cerr, dir, "close %s", dir)
+	}
+	if st.InputFiles == 0 {
+		fmt.Fprintf(m.out, "merge %s: nothing to merge (no data files)\n", dir)
+		return nil
+	}
+	saved := 0.0
+	if st.InputBytes > 0 {
+		saved = 100 * float64(st.InputBytes-st.OutputBytes) / float64(st.InputBytes)
+	}
+	fmt.Fprintf(m.out, "merged %s: %s (%d bytes) -> %s (%d bytes, %.1f%% smaller), %s, %s\n",
+		dir, plural(st.InputFiles, "input file", "input files"), st.InputBytes,
+		plural(st.OutputFiles, "output file", "output files"), st.OutputBytes, saved,
+		plural(st.Records, "record", "records"), dur(st.Duration))
+	return nil
+}
+
+func newBackupCmd(h *hooks) *cobra.Command {
+	var (
+		verbose bool
+		opts    caskade.BackupOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "backup DIR DEST",
+		Short: "Write a verified copy of the database in DIR to DEST",
+		Long: `Backup copies the database in DIR into DEST, which must not exist or be
+empty, with a manifest of every file's size and checksum that restore
+verifies. With --link, data and hint files are hard-linked instead of copied
+where the file system allows (they are never changed in place, so a linked
+backup stays consistent).
+` + lockNote + `
+To back up a database while a server runs, ask the server: the Redis
+protocol's SAVE and BGSAVE write a consistent backup, while writes go on,
+into a new directory under DIR/backups.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runBackup(c.Context(), newMaint(c, h, verbose), args[0], args[1], &opts)
+		},
+	}
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log what happens (info level) to stderr")
+	cmd.Flags().BoolVar(&opts.Link, "link", false, "hard-link files into DEST where possible instead of copying")
+	cmd.Flags().IntVar(&opts.Workers, "workers", 0, "parallel copy workers (0: one per CPU)")
+	return cmd
+}
+
+func runBackup(ctx context.Context, m *maint, dir, dest string, opts *caskade.BackupOptions) error {
+	if err := requireDir(dir); err != nil {
+		return err
+	}
+	if opts.Workers < 0 {
+		return fmt.Errorf("--workers %d: want 0 or more", opts.Workers)
+	}
+	db, err := caskade.Open(dir, &caskade.Options{ReadOnly: true, Logger: m.log})
+	if err != nil {
+		return openErr(err, dir)
+	}
+	pb := m.progress(0, "backing up", false, false)
+	st, err := db.Backup(ctx, dest, opts)
+	pb.done()
+	cerr := db.Close()
+	if err != nil {
+		return wrapf(err, dest, "backup of %s into %s", dir, dest)
+	}
+	if cerr != nil {
+		return wrapf(cerr, dir, "close %s", dir)
+	}
+	fmt.Fprintf(m.out, "backup of %s in %s: %s, %d bytes (%d linked), version %d, %s\n",
+		dir, dest, plural(st.Files, "file", "files"), st.Bytes, st.Linked, st.Version, dur(st.Duration))
+	return nil
+}
+
+func newRestoreCmd(h *hooks) *cobra.Command {
+	var (
+		verbose bool
+		opts    caskade.RestoreOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "restore BACKUP DIR",
+		Short: "Verify the backup in BACKUP and install it as the database in DIR",
+		Long: `Restore verifies every file of the backup in BACKUP against its manifest
+(size and checksum) and installs it as the database in DIR. Nothing is
+installed unless every file verifies. It refuses a DIR that is not empty
+unless --force is given, which removes the database already there (files
+caskade does not own are left alone).
+` + lockNote,
+		Args: cobra.ExactArgs(2),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runRestore(c.Context(), newMaint(c, h, verbose), args[0], args[1], &opts)
+		},
+	}
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log what happens (info level) to stderr")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace the database already in DIR")
+	cmd.Flags().IntVar(&opts.Workers, "workers", 0, "parallel copy workers (0: one per CPU)")
+	return cmd
+}
+
+func runRestore(ctx context.Context, m *maint, backup, dir string, opts *caskade.RestoreOptions) error {
+	if err := requireDir(backup); err != nil {
+		return err
+	}
+	if opts.Workers < 0 {
+		return fmt.Errorf("--workers %d: want 0 or more", opts.Workers)
+	}
+	start := time.Now()
+	m.log.Info("caskade: restoring", "backup", backup, "dir", dir, "force", opts.Force)
+	pb := m.progress(0, "restoring", false, false)
+	err := caskade.Restore(ctx, backup, dir, opts)
+	pb.done()
+	if errors.Is(err, caskade.ErrNotEmpty) {
+		return &cliError{msg: fmt.Sprintf("restore: %s is not empty (--force replaces the database in it)", dir), err: err}
+	}
+	if err != nil {
+		return wrapf(err, dir, "restore %s into %s", backup, dir)
+	}
+	fmt.Fprintf(m.out, "restored %s into %s: every file verified, %s\n", backup, dir, dur(time.Since(start)))
+	return nil
+}
+
+func newCheckCmd(h *hooks) *cobra.Command {
+	var verbose bool
+	var repair string
+	cmd := &cobra.Command{
+		Use:   "check DIR",
+		Short: "Verify every record and hint file of the database in DIR",
+		Long: `Check reads every data file of the database in DIR and verifies every record's
+checksum, and every hint file against its data file, without changing
+anything. It prints each damaged range (file, first and end offset, reason),
+the torn tail of the newest file if any (cut off by the next open; not
+damage), the hint files that do not match, and a summary. It exits with
+status 1 if it finds damage.
+
+With --repair DEST it also writes a salvaged copy of the database into DEST
+(a new or empty directory): every key whose record is undamaged, with its
+value, expiry and flags. DIR is never changed.
+` + lockNote,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runCheck(c.Context(), newMaint(c, h, verbose), args[0], repair)
+		},
+	}
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log what happens (info level) to stderr")
+	cmd.Flags().StringVar(&repair, "repair", "", "write a salvaged copy of the database into this new directory")
+	return cmd
+}
+
+func runCheck(ctx context.Context, m *maint, dir, repair string) error {
+	if err := requireDir(dir); err != nil {
+		return err
+	}
+	pb := m.progress(0, "checking", false, false)
+	rep, err := caskade.Check(ctx, dir, &caskade.Options{Logger: m.log})
+	pb.done()
+	if err != nil {
+		return wrapf(err, dir, "check %s", dir)
+	}
+	for _, d := range rep.Damage {
+		fmt.Fprintf(m.out, "damaged: %s offset %d end %d (%d bytes): %s\n",
+			d.Path, d.Offset, d.End, d.End-d.Offset, reason(d.Err))
+	}
+	if rep.TornBytes > 0 {
+		fmt.Fprintf(m.out, "torn tail: %d bytes at the end of the newest data file (an unfinished write the next open cuts off; not damage)\n", rep.TornBytes)
+	}
+	for _, p := range rep.BadHints {
+		fmt.Fprintf(m.out, "bad hint file: %s (open ignores it and scans the data file)\n", p)
+	}
+	found := "no damage"
+	if !rep.OK() {
+		found = plural(len(rep.Damage), "damaged range", "damaged ranges")
+	}
+	fmt.Fprintf(m.out, "checked %s: %s, %s, %d bytes, %s, %s\n", dir,
+		plural(rep.Files, "data file", "data files"), plural(rep.Records, "record", "records"),
+		rep.Bytes, plural(len(rep.BadHints), "bad hint file", "bad hint files"), found)
+	if repair != "" {
+		pb := m.progress(0, "repairing", false, false)
+		n, err := caskade.Repair(ctx, dir, repair, &caskade.Options{Logger: m.log})
+		pb.done()
+		if err != nil {
+			if errors.Is(err, caskade.ErrLocked) {
+				return inUse(dir, err)
+			}
+			return wrapf(err, repair, "repair %s into %s", dir, repair)
+		}
+		fmt.Fprintf(m.out, "repaired copy of %s in %s: %s kept\n", dir, repair, plural(n, "key", "keys"))
+	}
+	if !rep.OK() {
+		return &cliError{msg: fmt.Sprintf("%s in %s", found, dir), err: caskade.ErrCorrupt}
+	}
+	return nil
+}
+
+func newDumpCmd(h *hooks) *cobra.Command {
+	var verbose bool
+	var output string
+	cmd := &cobra.Command{
+		Use:   "dump DIR",
+		Short: "Export every live pair of the database in DIR as a dump stream",
+		Long: `Dump writes every live key of the database in DIR, in key order, with its
+value, expiry and flags, as a caskade dump stream: a header line
+"caskade-dump 1", then one CRC-checked frame per pair, then an end frame
+with the pair count (see the caskade package for the format). Load reads it.
+
+It writes to standard output (never to a terminal), or with -o to FILE,
+which appears only once the dump is complete. It opens DIR read-only.
+` + lockNote,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runDump(c.Context(), newMaint(c, h, verbose), c.OutOrStdout(), args[0], output)
+		},
+	}
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log what happens (info level) to stderr")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write the dump to this file instead of standard output")
+	return cmd
+}
+
+func runDump(ctx context.Context, m *maint, stdout io.Writer, dir, output string) (err error) {
+	if err := requireDir(dir); err != nil {
+		return err
+	}
+	if output == "" && isTerminal(stdout) {
+		return errors.New("dump: refusing to write a binary dump to a terminal (use -o FILE or redirect standard output)")
+	}
+	db, err := caskade.Open(dir, &caskade.Options{ReadOnly: true, Logger: m.log})
+	if err != nil {
+		return openErr(err, dir)
+	}
+	defer func() {
+		if cerr := db.Close(); cerr != nil && err == nil {
+			err = wrapf(cerr, dir, "close %s", dir)
+		}
+	}()
+	w := stdout
+	var tmp *os.File
+	if output != "" {
+		tmp, err = os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+".tmp-*")
+		if err != nil {
+			return fmt.Errorf("dump: %w", err)
+		}
+		defer func() {
+			if tmp != nil {
+				tmp.Close()
+				os.Remove(tmp.Name())
+			}
+		}()
+		w = tmp
+	}
+	pb := m.progress(int64(db.Stats().Keys), "dumping", false, true)
+	if pb.visible() {
+		w = &pairCounter{w: w, onPairs: pb.set}
+	}
+	st, err := db.Dump(ctx, w)
+	pb.done()
+	if err != nil {
+		return wrapf(err, dir, "dump %s", dir)
+	}
+	if tmp != nil {
+		if err := tmp.Sync(); err != nil {
+			return fmt.Errorf("dump: %w", err)
+		}
+		if err := tmp.Close(); err != nil {
+			return fmt.Errorf("dump: %w", err)
+		}
+		if err := os.Rename(tmp.Name(), output); err != nil {
+			os.Remove(tmp.Name())
+			tmp = nil
+			return fmt.Errorf("dump: %w", err)
+		}
+		tmp = nil
+		fmt.Fprintf(m.out, "dumped %s to %s: %s, %d bytes of keys and values, %s\n",
+			dir, output, plural(st.Pairs, "pair", "pairs"), st.Bytes, dur(st.Duration))
+		return nil
+	}
+	m.log.Info("caskade: dumped", "dir", dir, "pairs", st.Pairs, "bytes", st.Bytes, "duration", st.Duration)
+	return nil
+}
+
+func newLoadCmd(h *hooks) *cobra.Command {
+	var verbose bool
+	var input string
+	var batch int
+	cmd := &cobra.Command{
+		Use:   "load DIR",
+		Short: "Import a dump stream into the database in DIR",
+		Long: `Load reads a caskade dump stream (see dump) from standard input, or with -i
+from FILE, and writes its pairs, with their expiries and flags, into the
+database in DIR (created if missing; keys already there are overwritten).
+It writes in large atomic batches without syncing each one, then syncs once
+at the end. Pairs whose expiry has passed are skipped. A damaged or cut
+stream stops the load with an error; the batches before the damage stay.
+` + lockNote,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runLoad(c.Context(), newMaint(c, h, verbose), c.InOrStdin(), args[0], input, batch)
+		},
+	}
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log what happens (info level) to stderr")
+	cmd.Flags().StringVarP(&input, "input", "i", "", "read the dump from this file instead of standard input")
+	cmd.Flags().IntVar(&batch, "batch-bytes", 32<<20, "bytes of keys and values per atomic batch")
+	return cmd
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func runLoad(ctx context.Context, m *maint, stdin io.Reader, dir, input string, batch int) (err error) {
+	if batch <= 0 || batch > caskade.DefaultMaxBatchSize/2 {
+		return fmt.Errorf("--batch-bytes %d: want 1 to %d", batch, caskade.DefaultMaxBatchSize/2)
+	}
+	var size int64
+	r := stdin
+	if input != "" {
+		f, err := os.Open(input)
+		if err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+		r = f
+	} else if isTerminal(stdin) {
+		return errors.New("load: refusing to read a dump from a terminal (use -i FILE or redirect standard input)")
+	}
+	db, err := caskade.Open(dir, &caskade.Options{Sync: caskade.SyncNone, Logger: m.log, MergeInterval: -1})
+	if err != nil {
+		return openErr(err, dir)
+	}
+	cr := &countingReader{r: r}
+	opts := &caskade.LoadOptions{BatchBytes: batch}
+	pb := m.progress(size, "loading", size > 0, size <= 0)
+	if pb.visible() {
+		opts.Progress = func(st caskade.DumpStats) {
+			if size > 0 {
+				pb.set(cr.n.Load())
+			} else {
+				pb.set(int64(st.Pairs))
+			}
+		}
+	}
+	st, err := db.Load(ctx, cr, opts)
+	pb.done()
+	cerr := db.Close()
+	if err != nil {
+		return wrapf(err, dir, "load into %s (stopped after %s)", dir, plural(st.Pairs, "pair", "pairs"))
+	}
+	if cerr != nil {
+		return wrapf(cerr, dir, "close %s", dir)
+	}
+	fmt.Fprintf(m.out, "loaded %s (%d bytes of keys and values) into %s, %s\n",
+		plural(st.Pairs, "pair", "pairs"), st.Bytes, dir, dur(st.Duration))
+	return nil
+}

@@ -1,0 +1,671 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caskade/caskade"
+)
+
+// result is what one in-process run of the caskade command gave.
+type result struct {
+	stdout, stderr string
+	err            error
+}
+
+// run runs "caskade args..." in-process with stdin as its input and
+// buffers as its outputs (so stderr is not a terminal).
+func run(t *testing.T, h *hooks, stdin io.Reader, args ...string) result {
+	t.Helper()
+	root := newRootCmd(h)
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	root.SetIn(stdin)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	if err != nil && strings.Contains(err.Error(), "\n") {
+		t.Errorf("caskade %s: error is not one line: %q", strings.Join(args, " "), err)
+	}
+	return result{out.String(), errb.String(), err}
+}
+
+// mustRun runs the command and fails the test if it fails.
+func mustRun(t *testing.T, args ...string) result {
+	t.Helper()
+	r := run(t, nil, nil, args...)
+	if r.err != nil {
+		t.Fatalf("caskade %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.err, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// entry is a key's value, expiry and flags.
+type entry struct {
+	val   string
+	exp   int64 // Unix milliseconds, 0 for none
+	flags uint32
+}
+
+func openDB(t *testing.T, dir string, o *caskade.Options) *caskade.DB {
+	t.Helper()
+	db, err := caskade.Open(dir, o)
+	if err != nil {
+		t.Fatalf("open %s: %v", dir, err)
+	}
+	return db
+}
+
+// write sets every entry in db.
+func write(t *testing.T, db *caskade.DB, m map[string]entry) {
+	t.Helper()
+	for k, e := range m {
+		o := caskade.SetOptions{Flags: e.flags}
+		if e.exp != 0 {
+			o.ExpiresAt = time.UnixMilli(e.exp)
+		}
+		if err := db.SetEntry([]byte(k), []byte(e.val), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// contents reads every live pair of the database in dir (opened
+// read-only), with expiry and flags.
+func contents(t *testing.T, dir string) map[string]entry {
+	t.Helper()
+	db := openDB(t, dir, &caskade.Options{ReadOnly: true})
+	defer db.Close()
+	it, err := db.NewIterator(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	m := map[string]entry{}
+	for ok := it.First(); ok; ok = it.Next() {
+		v := string(it.Value())
+		info := it.Info()
+		e := entry{val: v, flags: info.Flags}
+		if !info.ExpiresAt.IsZero() {
+			e.exp = info.ExpiresAt.UnixMilli()
+		}
+		m[string(it.Key())] = e
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func sameContents(t *testing.T, what string, got, want map[string]entry) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: %d keys, want %d", what, len(got), len(want))
+	}
+	bad := 0
+	for k, w := range want {
+		g, ok := got[k]
+		switch {
+		case !ok:
+			t.Errorf("%s: key %q missing", what, k)
+		case g != w:
+			t.Errorf("%s: key %q = %+v, want %+v", what, k, g, w)
+		default:
+			continue
+		}
+		if bad++; bad > 10 {
+			t.Fatalf("%s: too many differences", what)
+		}
+	}
+}
+
+// sample is a database's worth of entries with TTLs, flags, binary keys,
+// an empty value and values long enough for multi-byte length varints.
+func sample(n int) map[string]entry {
+	exp := time.Now().Add(time.Hour).UnixMilli()
+	m := map[string]entry{
+		"":             {val: "the empty key"},
+		"\x00bin\xff":  {val: "\x00\x01\x02", flags: 0xdeadbeef},
+		"empty-value":  {val: ""},
+		"big":          {val: strings.Repeat("x", 70000), exp: exp},
+		"ttl-and-flag": {val: "v", exp: exp + 1, flags: 7},
+	}
+	for i := range n {
+		e := entry{val: fmt.Sprintf("value-%05d-%s", i, strings.Repeat("y", i%200))}
+		if i%3 == 0 {
+			e.exp = exp + int64(i)
+		}
+		if i%5 == 0 {
+			e.flags = uint32(i)
+		}
+		m[fmt.Sprintf("key-%05d", i)] = e
+	}
+	return m
+}
+
+// dataBytes sums the sizes of the data files in dir.
+func dataBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, name := range names {
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += fi.Size()
+	}
+	return n
+}
+
+// progressChars matches what a progress bar writes: carriage returns and
+// ANSI escape sequences.
+var progressChars = regexp.MustCompile("\r|\x1b\\[")
+
+func TestMergeShrinksAndKeepsLiveKeys(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone, MaxFileSize: 8 << 10, MergeInterval: -1})
+	want := map[string]entry{}
+	for round := range 5 {
+		for i := range 300 {
+			k := fmt.Sprintf("key-%04d", i)
+			v := fmt.Sprintf("round-%d-%s", round, strings.Repeat("v", 50))
+			if err := db.Set([]byte(k), []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+			want[k] = entry{val: v}
+		}
+	}
+	for i := 0; i < 300; i += 7 {
+		k := fmt.Sprintf("key-%04d", i)
+		if err := db.Delete([]byte(k)); err != nil {
+			t.Fatal(err)
+		}
+		delete(want, k)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := dataBytes(t, dir)
+
+	r := mustRun(t, "merge", dir)
+	if !strings.HasPrefix(r.stdout, "merged "+dir+": ") || strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("merge summary = %q, want one line starting %q", r.stdout, "merged "+dir+": ")
+	}
+	if r.stderr != "" {
+		t.Errorf("merge wrote to stderr without --verbose: %q", r.stderr)
+	}
+	after := dataBytes(t, dir)
+	// Five rounds of overwrites: at most about a fifth is live.
+	if after*3 > before {
+		t.Errorf("data files hold %d bytes after merge, %d before: want at most a third", after, before)
+	}
+	sameContents(t, "after merge", contents(t, dir), want)
+
+	// --verbose logs at info level.
+	v := run(t, nil, nil, "merge", "--verbose", dir)
+	if v.err != nil || !strings.Contains(v.stderr, "level=INFO") {
+		t.Errorf("merge --verbose: err %v, stderr %q; want info logs", v.err, v.stderr)
+	}
+}
+
+func TestMaintenanceRefusesADirectoryInUse(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, nil)
+	write(t, db, map[string]entry{"k": {val: "v"}})
+	dump := filepath.Join(t.TempDir(), "dump")
+	backup := t.TempDir()
+	mustRun(t, "backup", t.TempDir(), backup) // an empty but valid backup to restore
+	tests := [][]string{
+		{"merge", dir},
+		{"backup", dir, filepath.Join(t.TempDir(), "b")},
+		{"check", dir},
+		{"check", dir, "--repair", filepath.Join(t.TempDir(), "r")},
+		{"dump", dir, "-o", dump},
+		{"load", dir, "-i", os.DevNull},
+		{"restore", "--force", backup, dir},
+	}
+	want := dir + " is in use by a running caskade (or another process)"
+	for _, args := range tests {
+		r := run(t, nil, nil, args...)
+		if r.err == nil || r.err.Error() != want || !errors.Is(r.err, caskade.ErrLocked) {
+			t.Errorf("caskade %s: err %v, want %q wrapping ErrLocked", strings.Join(args, " "), r.err, want)
+		}
+	}
+	if _, err := os.Stat(dump); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused dump left %s: %v", dump, err)
+	}
+	if got, err := db.Get([]byte("k")); err != nil || string(got) != "v" {
+		t.Errorf("the open database after refused commands: Get = %q, %v", got, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The same for a directory that a running server holds.
+	sdir := t.TempDir()
+	srv, err := start(t, "--dir", sdir, "--redis-addr=127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, nil, nil, "merge", sdir)
+	if want := sdir + " is in use by a running caskade (or another process)"; r.err == nil || r.err.Error() != want {
+		t.Errorf("merge of a served directory: %v, want %q", r.err, want)
+	}
+	srv.stop(t)
+	mustRun(t, "merge", sdir) // the server is gone, so the lock is free
+}
+
+func TestMaintenanceArgumentErrors(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"merge", missing}, missing + ": no such directory"},
+		{[]string{"check", missing}, missing + ": no such directory"},
+		{[]string{"dump", missing}, missing + ": no such directory"},
+		{[]string{"backup", file, t.TempDir()}, file + " is not a directory"},
+		{[]string{"restore", missing, t.TempDir()}, missing + ": no such directory"},
+		{[]string{"load", t.TempDir(), "--batch-bytes", "0"}, "--batch-bytes 0: want 1 to"},
+		{[]string{"merge"}, "accepts 1 arg(s), received 0"},
+		{[]string{"backup", t.TempDir()}, "accepts 2 arg(s), received 1"},
+	}
+	for _, tt := range tests {
+		r := run(t, nil, nil, tt.args...)
+		if r.err == nil || !strings.HasPrefix(r.err.Error(), tt.want) {
+			t.Errorf("caskade %s: err %v, want one starting %q", strings.Join(tt.args, " "), r.err, tt.want)
+		}
+	}
+}
+
+func TestBackupRestore(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone, MaxFileSize: 16 << 10})
+	want := sample(500)
+	write(t, db, want)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, link := range []bool{false, true} {
+		t.Run(fmt.Sprintf("link=%v", link), func(t *testing.T) {
+			dest := filepath.Join(t.TempDir(), "backup")
+			args := []string{"backup", dir, dest}
+			if link {
+				args = append(args, "--link")
+			}
+			r := mustRun(t, args...)
+			if !strings.HasPrefix(r.stdout, "backup of "+dir+" in "+dest+": ") {
+				t.Errorf("backup summary = %q", r.stdout)
+			}
+			if _, err := os.Stat(filepath.Join(dest, caskade.ManifestName)); err != nil {
+				t.Errorf("backup has no manifest: %v", err)
+			}
+			fresh := filepath.Join(t.TempDir(), "restored")
+			r = mustRun(t, "restore", dest, fresh)
+			if !strings.HasPrefix(r.stdout, "restored "+dest+" into "+fresh+": ") {
+				t.Errorf("restore summary = %q", r.stdout)
+			}
+			sameContents(t, "restored", contents(t, fresh), want)
+		})
+	}
+
+	// A second backup into the same, now non-empty, destination fails.
+	dest := filepath.Join(t.TempDir(), "backup")
+	mustRun(t, "backup", dir, dest)
+	if r := run(t, nil, nil, "backup", dir, dest); r.err == nil || !errors.Is(r.err, caskade.ErrNotEmpty) {
+		t.Errorf("backup into a non-empty directory: %v, want ErrNotEmpty", r.err)
+	}
+
+	// Restoring over another database needs --force.
+	other := t.TempDir()
+	odb := openDB(t, other, nil)
+	write(t, odb, map[string]entry{"other": {val: "database"}})
+	if err := odb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, nil, nil, "restore", dest, other)
+	if r.err == nil || !errors.Is(r.err, caskade.ErrNotEmpty) || !strings.Contains(r.err.Error(), "--force") {
+		t.Fatalf("restore into a non-empty directory: %v, want ErrNotEmpty naming --force", r.err)
+	}
+	sameContents(t, "refused restore target", contents(t, other), map[string]entry{"other": {val: "database"}})
+	mustRun(t, "restore", "--force", dest, other)
+	sameContents(t, "forced restore", contents(t, other), want)
+
+	// A damaged backup is refused and installs nothing.
+	names, _ := filepath.Glob(filepath.Join(dest, "*.data"))
+	if len(names) == 0 {
+		t.Fatal("backup has no data files")
+	}
+	flipByte(t, names[0], 100)
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	if r := run(t, nil, nil, "restore", dest, fresh); r.err == nil || !errors.Is(r.err, caskade.ErrCorrupt) {
+		t.Errorf("restore of a damaged backup: %v, want ErrCorrupt", r.err)
+	}
+	if got, _ := filepath.Glob(filepath.Join(fresh, "*.data")); len(got) != 0 {
+		t.Errorf("a refused restore installed %v", got)
+	}
+}
+
+// flipByte inverts the byte at offset off of the file.
+func flipByte(t *testing.T, path string, off int64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off >= int64(len(b)) {
+		t.Fatalf("%s has %d bytes, cannot flip byte %d", path, len(b), off)
+	}
+	b[off] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCheckAndRepair(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone, MaxFileSize: 8 << 10, MergeInterval: -1})
+	want := map[string]entry{}
+	for i := range 600 {
+		k := fmt.Sprintf("key-%05d", i)
+		e := entry{val: fmt.Sprintf("value-%05d-%s", i, strings.Repeat("z", 40)), flags: uint32(i)}
+		if i%4 == 0 {
+			e.exp = time.Now().Add(time.Hour).UnixMilli()
+		}
+		write(t, db, map[string]entry{k: e})
+		want[k] = e
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	r := mustRun(t, "check", dir)
+	if !strings.Contains(r.stdout, "checked "+dir+": ") || !strings.HasSuffix(r.stdout, "no damage\n") ||
+		strings.Contains(r.stdout, "damaged:") {
+		t.Fatalf("check of a clean database printed %q", r.stdout)
+	}
+
+	// Damage the value of one key in the oldest (sealed) data file, and
+	// remove its hint file so that only the scan can find the damage.
+	data := filepath.Join(dir, "0000000001.data")
+	b, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := "key-00010"
+	at := bytes.Index(b, []byte(want[victim].val))
+	if at < 0 {
+		t.Fatalf("%s does not hold %s's value", data, victim)
+	}
+	flipByte(t, data, int64(at+5))
+	if err := os.Remove(filepath.Join(dir, "0000000001.hint")); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := caskade.Check(context.Background(), dir, nil)
+	if err != nil || len(rep.Damage) == 0 {
+		t.Fatalf("caskade.Check: %d damaged ranges, %v; want damage", len(rep.Damage), err)
+	}
+
+	r = run(t, nil, nil, "check", dir)
+	wantErr := fmt.Sprintf("%d damaged range", len(rep.Damage))
+	if len(rep.Damage) != 1 {
+		wantErr += "s"
+	}
+	wantErr += " in " + dir
+	if r.err == nil || r.err.Error() != wantErr || !errors.Is(r.err, caskade.ErrCorrupt) {
+		t.Errorf("check of a damaged database: err %v, want %q", r.err, wantErr)
+	}
+	for _, d := range rep.Damage {
+		line := fmt.Sprintf("damaged: %s offset %d end %d ", d.Path, d.Offset, d.End)
+		if !strings.Contains(r.stdout, line) {
+			t.Errorf("check output lacks %q:\n%s", line, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stdout, wantErr[:len(wantErr)-len(" in "+dir)]+"\n") {
+		t.Errorf("check summary does not count the damage:\n%s", r.stdout)
+	}
+
+	// Commands that open the database point to check.
+	for _, cmd := range []string{"merge", "dump"} {
+		r := run(t, nil, nil, cmd, dir)
+		if r.err == nil || !errors.Is(r.err, caskade.ErrCorrupt) || !strings.Contains(r.err.Error(), "caskade check "+dir) {
+			t.Errorf("%s of a damaged database: %v, want ErrCorrupt pointing to caskade check", cmd, r.err)
+		}
+	}
+
+	// The keys whose records lie outside every damaged range are undamaged.
+	undamaged := map[string]entry{}
+	for k, e := range want {
+		i := bytes.Index(b, []byte(k))
+		damaged := false
+		for _, d := range rep.Damage {
+			if i >= 0 && int64(i) >= d.Offset && int64(i) < d.End {
+				damaged = true
+			}
+		}
+		if !damaged {
+			undamaged[k] = e
+		}
+	}
+	if _, ok := undamaged[victim]; ok {
+		t.Fatalf("%s is not in a damaged range %+v", victim, rep.Damage)
+	}
+
+	repaired := filepath.Join(t.TempDir(), "repaired")
+	r = run(t, nil, nil, "check", dir, "--repair", repaired)
+	if r.err == nil || r.err.Error() != wantErr {
+		t.Errorf("check --repair of a damaged database: err %v, want %q", r.err, wantErr)
+	}
+	got := contents(t, repaired)
+	wantLine := fmt.Sprintf("repaired copy of %s in %s: %d keys kept\n", dir, repaired, len(got))
+	if !strings.Contains(r.stdout, wantLine) {
+		t.Errorf("check --repair output lacks %q:\n%s", wantLine, r.stdout)
+	}
+	for k, e := range undamaged {
+		if g, ok := got[k]; !ok || g != e {
+			t.Errorf("repaired copy: %q = %+v (present %v), want %+v", k, g, ok, e)
+		}
+	}
+	if _, ok := got[victim]; ok {
+		t.Errorf("repaired copy holds the damaged key %s", victim)
+	}
+	// The repaired copy checks clean; the source is unchanged.
+	mustRun(t, "check", repaired)
+	if after, err := os.ReadFile(data); err != nil || !bytes.Equal(after[:at], b[:at]) || after[at+5] == b[at+5] {
+		t.Errorf("check --repair changed the damaged source file (err %v)", err)
+	}
+}
+
+func TestDumpLoadRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone})
+	want := sample(2000)
+	write(t, db, want)
+	// A deleted key and an expired one are not dumped.
+	if err := db.Set([]byte("deleted"), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Delete([]byte("deleted")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Through a file.
+	file := filepath.Join(t.TempDir(), "db.dump")
+	r := mustRun(t, "dump", dir, "-o", file)
+	wantSum := fmt.Sprintf("dumped %s to %s: %d pairs, ", dir, file, len(want))
+	if !strings.HasPrefix(r.stdout, wantSum) {
+		t.Errorf("dump summary = %q, want it to start %q", r.stdout, wantSum)
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(file), ".*")); len(leftovers) != 0 {
+		t.Errorf("dump left temporary files: %v", leftovers)
+	}
+	loaded := filepath.Join(t.TempDir(), "loaded")
+	r = mustRun(t, "load", loaded, "-i", file, "--batch-bytes", "65536")
+	if wantSum := fmt.Sprintf("loaded %d pairs (", len(want)); !strings.HasPrefix(r.stdout, wantSum) {
+		t.Errorf("load summary = %q, want it to start %q", r.stdout, wantSum)
+	}
+	sameContents(t, "loaded from a file", contents(t, loaded), want)
+
+	// Through standard output and input.
+	r = mustRun(t, "dump", dir)
+	if !strings.HasPrefix(r.stdout, "caskade-dump 1\n") {
+		t.Fatalf("dump to stdout does not start with the header: %q", r.stdout[:min(len(r.stdout), 20)])
+	}
+	fromFile, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.stdout != string(fromFile) {
+		t.Errorf("dump to stdout (%d bytes) differs from dump -o (%d bytes)", len(r.stdout), len(fromFile))
+	}
+	piped := filepath.Join(t.TempDir(), "piped")
+	if lr := run(t, nil, strings.NewReader(r.stdout), "load", piped); lr.err != nil {
+		t.Fatalf("load from stdin: %v", lr.err)
+	}
+	sameContents(t, "loaded from stdin", contents(t, piped), want)
+
+	// A cut stream fails with a one-line reason; the batches before stay.
+	cut := filepath.Join(t.TempDir(), "cut")
+	lr := run(t, nil, strings.NewReader(r.stdout[:len(r.stdout)/2]), "load", cut)
+	if lr.err == nil || !errors.Is(lr.err, caskade.ErrBadDump) || !strings.HasPrefix(lr.err.Error(), "load into "+cut) {
+		t.Errorf("load of a cut stream: %v, want ErrBadDump", lr.err)
+	}
+	// Something that is not a dump at all.
+	if lr := run(t, nil, strings.NewReader("*1\r\n$4\r\nPING\r\n"), "load", t.TempDir()); lr.err == nil || !errors.Is(lr.err, caskade.ErrBadDump) {
+		t.Errorf("load of a non-dump: %v, want ErrBadDump", lr.err)
+	}
+}
+
+func TestProgressQuietWithoutTerminal(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone, MaxFileSize: 16 << 10})
+	write(t, db, sample(1000))
+	write(t, db, sample(1000)) // overwrites, for merge to do something
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dump := filepath.Join(t.TempDir(), "dump")
+	backup := filepath.Join(t.TempDir(), "backup")
+	commands := [][]string{
+		{"merge", dir},
+		{"check", dir, "--repair", filepath.Join(t.TempDir(), "repaired")},
+		{"backup", dir, backup},
+		{"restore", backup, filepath.Join(t.TempDir(), "restored")},
+		{"dump", dir, "-o", dump},
+		{"load", filepath.Join(t.TempDir(), "loaded"), "-i", dump},
+	}
+	for _, quiet := range []bool{true, false} {
+		for _, args := range commands {
+			args := append([]string(nil), args...)
+			if !quiet {
+				// Fresh targets for the second round.
+				switch args[0] {
+				case "check":
+					args[3] = filepath.Join(t.TempDir(), "repaired")
+				case "backup", "restore":
+					args[2] = filepath.Join(t.TempDir(), "target")
+					if args[0] == "restore" {
+						args[1] = backup
+					}
+				case "load":
+					args[1] = filepath.Join(t.TempDir(), "loaded")
+				}
+			}
+			r := run(t, &hooks{progress: !quiet}, nil, args...)
+			if r.err != nil {
+				t.Fatalf("caskade %s: %v", strings.Join(args, " "), r.err)
+			}
+			shown := progressChars.MatchString(r.stderr)
+			if quiet && (shown || r.stderr != "") {
+				t.Errorf("caskade %s with stderr not a terminal wrote %q", strings.Join(args, " "), r.stderr)
+			}
+			if !quiet && !shown {
+				t.Errorf("caskade %s with progress forced on drew no bar: stderr %q", strings.Join(args, " "), r.stderr)
+			}
+		}
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, w := range []any{&bytes.Buffer{}, null, f, (*os.File)(nil)} {
+		if isTerminal(w) {
+			t.Errorf("isTerminal(%T %v) = true", w, w)
+		}
+	}
+}
+
+func TestPairCounter(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone})
+	defer db.Close()
+	want := sample(300)
+	write(t, db, want)
+	var full bytes.Buffer
+	st, err := db.Dump(context.Background(), &full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Pairs != len(want) {
+		t.Fatalf("Dump wrote %d pairs, want %d", st.Pairs, len(want))
+	}
+	// Whole, and in chunks that split every field somewhere.
+	for _, chunk := range []int{full.Len(), 1, 2, 3, 7, 4096} {
+		var out bytes.Buffer
+		var last int64
+		calls := 0
+		c := &pairCounter{w: &out, onPairs: func(n int64) {
+			if n <= last {
+				t.Errorf("chunk %d: count went from %d to %d", chunk, last, n)
+			}
+			last = n
+			calls++
+		}}
+		for b := full.Bytes(); len(b) > 0; {
+			n := min(chunk, len(b))
+			if _, err := c.Write(b[:n]); err != nil {
+				t.Fatal(err)
+			}
+			b = b[n:]
+		}
+		if c.pairs != int64(st.Pairs) || last != int64(st.Pairs) || calls == 0 {
+			t.Errorf("chunk %d: counted %d pairs (last report %d), want %d", chunk, c.pairs, last, st.Pairs)
+		}
+		if !bytes.Equal(out.Bytes(), full.Bytes()) {
+			t.Errorf("chunk %d: the stream was not passed through unchanged", chunk)
+		}
+	}
+}
