@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# redis-benchmark against caskade and redis-server on this machine, back to
+# back in one run, printing requests/s and the caskade/Redis ratio per line:
+# caskade --sync everysec vs Redis with appendonly yes + appendfsync
+# everysec, and --sync always vs appendfsync always.
+#
+#   bench/redis.sh            (as root: installs redis-server/redis-tools if missing)
+#   N=200000 bench/redis.sh   (requests per test; default 200000)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+need redis-server redis-server
+need redis-benchmark redis-tools
+N=${N:-200000}
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+build_caskade "$work"
+
+bench() { # PORT PIPELINE -> "test<TAB>rps" lines
+  redis-benchmark -p "$1" -t set,get,incr,mset -c 50 -n "$N" -r 1000000 -P "$2" -q --csv |
+    awk -F'","' 'NR > 1 { gsub(/"/, "", $1); gsub(/"/, "", $2); printf "%s\t%.0f\n", $1, $2 }'
+}
+
+echo "# redis-benchmark -t set,get,incr,mset -c 50 -n $N -r 1000000, caskade vs redis-server ($(redis-server --version | awk '{print $3}'))"
+echo "# $(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| durability | pipeline | test | caskade req/s | redis req/s | ratio |"
+echo "| --- | --- | --- | --- | --- | --- |"
+for mode in everysec always; do
+  cport=$(freeport)
+  "$work/caskade" serve --dir "$work/c-$mode" --sync "$mode" --redis-addr "127.0.0.1:$cport" \
+    --memcache-addr "" --http-addr "" 2>"$work/caskade-$mode.log" & pids+=($!)
+  rport=$(freeport)
+  mkdir -p "$work/r-$mode"
+  redis-server --port "$rport" --bind 127.0.0.1 --dir "$work/r-$mode" --save "" \
+    --appendonly yes --appendfsync "$mode" --daemonize no >"$work/redis-$mode.log" 2>&1 & pids+=($!)
+  waitport "$cport"; waitport "$rport"
+  for p in 1 16; do
+    declare -A c r
+    while IFS=$'\t' read -r t v; do c[$t]=$v; done < <(bench "$cport" "$p")
+    while IFS=$'\t' read -r t v; do r[$t]=$v; done < <(bench "$rport" "$p")
+    for t in SET GET INCR "MSET (10 keys)"; do
+      echo "| $mode | $p | $t | ${c[$t]:-?} | ${r[$t]:-?} | $(ratio "${c[$t]:-0}" "${r[$t]:-0}")x |"
+    done
+    unset c r
+  done
+  kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; pids=()
+done
