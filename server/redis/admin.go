@@ -961,6 +961,9 @@ const (
 )
 
 func (l *slowlog) maybeAdd(s *Server, c *client, args [][]byte, start time.Time, d time.Duration) {
+	if thr := time.Duration(s.cfg.slowAtomic.Load()); thr < 0 || d < thr {
+		return // the common case, without the lock
+	}
 	s.cfg.mu.RLock()
 	thr, maxLen := s.cfg.slowlogSlower, s.cfg.slowlogMaxLen
 	s.cfg.mu.RUnlock()

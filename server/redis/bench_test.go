@@ -12,10 +12,16 @@ import (
 	"github.com/caskade/caskade"
 )
 
-// BenchmarkPipeline measures SET and GET through a TCP connection, 16
-// commands per round trip.
-func BenchmarkPipeline(b *testing.B) {
-	for _, name := range []string{"SET", "GET"} {
+// BenchmarkPipeline measures SET, GET and INCR through a TCP connection,
+// 16 commands per round trip.
+func BenchmarkPipeline(b *testing.B) { benchPipeline(b, 16) }
+
+// BenchmarkRoundTrip measures SET, GET and INCR through a TCP connection,
+// one command per round trip.
+func BenchmarkRoundTrip(b *testing.B) { benchPipeline(b, 1) }
+
+func benchPipeline(b *testing.B, depth int) {
+	for _, name := range []string{"SET", "GET", "INCR"} {
 		b.Run(name, func(b *testing.B) {
 			db, err := caskade.Open(b.TempDir(), &caskade.Options{Sync: caskade.SyncNone})
 			if err != nil {
@@ -36,13 +42,19 @@ func BenchmarkPipeline(b *testing.B) {
 			defer nc.Close()
 			const value = "value-value-value"
 			var req, reply strings.Builder
-			for i := range 16 {
+			for i := range depth {
 				key := fmt.Sprintf("key:%d", i)
 				db.Set([]byte(key), []byte(value))
-				if name == "SET" {
+				switch name {
+				case "SET":
 					req.WriteString(cmd("SET", key, value))
 					reply.WriteString("+OK\r\n")
-				} else {
+				case "INCR":
+					key = fmt.Sprintf("n:%d", i)
+					db.Set([]byte(key), []byte("1000000000"))
+					req.WriteString(cmd("INCR", key))
+					reply.WriteString(":1000000000\r\n")
+				default:
 					req.WriteString(cmd("GET", key))
 					reply.WriteString(fmt.Sprintf("$%d\r\n%s\r\n", len(value), value))
 				}
@@ -50,7 +62,7 @@ func BenchmarkPipeline(b *testing.B) {
 			br := bufio.NewReader(nc)
 			buf := make([]byte, reply.Len())
 			b.ResetTimer()
-			for i := 0; i < b.N; i += 16 {
+			for i := 0; i < b.N; i += depth {
 				nc.SetDeadline(time.Now().Add(10 * time.Second))
 				if _, err := io.WriteString(nc, req.String()); err != nil {
 					b.Fatal(err)
@@ -59,7 +71,7 @@ func BenchmarkPipeline(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			if string(buf) != reply.String() {
+			if name != "INCR" && string(buf) != reply.String() {
 				b.Fatalf("reply %q", buf)
 			}
 		})

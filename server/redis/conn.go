@@ -37,7 +37,8 @@ type client struct {
 	args    [][]byte
 	lower   []byte
 	out     []byte
-	wmu     sync.Mutex // serialises writes to nc
+	wmu     sync.Mutex    // serialises writes to nc
+	wdl     time.Duration // under wmu: the write deadline set, as time since created
 	st      store
 	keyIdx  []int
 	created time.Time
@@ -56,12 +57,15 @@ type client struct {
 	cur      *command // the command being executed
 	errored  bool     // the current command replied an error
 	closeNow bool     // close after writing the replies
+	blind    bool     // the current command may defer its commit (pipeline.go)
+	buffered int8     // commandBuffered's answer since the last read: 0 unknown, 1 yes, -1 no
+	pend     pendingRun
 
 	imu      sync.Mutex
 	name     string
 	libName  string
 	libVer   string
-	lastCmd  string
+	lastCmd  atomic.Pointer[string] // the name of the last command run
 	noEvict  bool
 	noTouch  bool
 	lastSeen atomic.Int64 // Unix seconds of the last command
@@ -179,6 +183,7 @@ func (c *client) serve() {
 			return
 		}
 		c.args = args
+		c.buffered = 0
 		if c.pusherOn.Load() {
 			c.pmu.Lock()
 			c.busy = true
@@ -201,61 +206,92 @@ func (c *client) serve() {
 // so that reading it will not wait for the network. Replies are flushed
 // before any wait, and only then: a pipeline's replies go out together.
 func (c *client) commandBuffered() bool {
-	n := c.br.Buffered()
-	if n == 0 {
-		return false
+	if c.buffered != 0 {
+		return c.buffered > 0 // nothing was read since it was asked
 	}
-	b, _ := c.br.Peek(n)
-	return completeCommand(b)
+	ok := false
+	if n := c.br.Buffered(); n > 0 {
+		b, _ := c.br.Peek(n)
+		ok = completeCommand(b)
+	}
+	c.buffered = -1
+	if ok {
+		c.buffered = 1
+	}
+	return ok
 }
 
 // completeCommand reports whether b starts with a whole command (or with
-// something malformed, which reading will reject without waiting).
+// something malformed, which reading will reject without waiting). Empty
+// commands before it (blank inline lines, *0 and *-1), which reading
+// skips, do not count: after them the reader would wait.
 func completeCommand(b []byte) bool {
-	if b[0] != '*' {
-		return bytes.IndexByte(b, '\n') >= 0
+	for len(b) > 0 {
+		n, ok := firstCommand(b)
+		if n == 0 {
+			return ok
+		}
+		b = b[n:] // an empty command
 	}
-	line := func(p int) (int64, int, bool) {
+	return false
+}
+
+// firstCommand examines the command at the start of b: n > 0 is the size
+// of an empty command, which the reader skips; otherwise ok tells whether
+// the command is complete (or malformed).
+func firstCommand(b []byte) (n int, ok bool) {
+	if b[0] != '*' {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return 0, false
+		}
+		for _, ch := range b[:i] {
+			if !isCSpace(ch) {
+				return 0, true
+			}
+		}
+		return i + 1, false // a blank line
+	}
+	// line reads the header line at p: its number, whether that parsed,
+	// and where the next line starts (the reader takes one byte after the
+	// \r, whatever it is); complete is false if the line is not all there.
+	line := func(p int) (n int64, valid bool, next int, complete bool) {
 		i := bytes.IndexByte(b[p:], '\r')
 		if i < 0 || p+i+1 >= len(b) {
-			return 0, 0, false
+			return 0, false, 0, false
 		}
-		n, err := strconv.ParseInt(string(b[p+1:p+i]), 10, 64)
-		if err != nil {
-			return -1, p + i + 2, true
-		}
-		return n, p + i + 2, true
+		n, valid = string2ll(b[p+1 : p+i])
+		return n, valid, p + i + 2, true
 	}
-	n, p, ok := line(0)
-	if !ok {
-		return false
+	count, valid, p, complete := line(0)
+	switch {
+	case !complete:
+		return 0, false
+	case !valid || count > 1<<20:
+		return 0, true // malformed, or beyond any limit
+	case count <= 0:
+		return p, false // an empty command
 	}
-	if n <= 0 || n > 1<<20 {
-		return true
-	}
-	for range n {
+	for range count {
 		if p >= len(b) {
-			return false
+			return 0, false
 		}
 		if b[p] != '$' {
-			return true
+			return 0, true
 		}
-		l, q, ok := line(p)
-		if !ok {
-			return false
+		l, valid, q, complete := line(p)
+		if !complete {
+			return 0, false
 		}
-		if l < 0 {
-			return true
-		}
-		if l > int64(len(b)) {
-			return false
+		if !valid || l < 0 || l > int64(len(b)) {
+			return 0, !valid || l < 0
 		}
 		p = q + int(l) + 2
 		if p > len(b) {
-			return false
+			return 0, false
 		}
 	}
-	return true
+	return 0, true
 }
 
 func (c *client) readFailed(err error) {
@@ -280,6 +316,7 @@ func (c *client) readFailed(err error) {
 // flush writes the replies, then any pushes queued meanwhile. It reports
 // false if the connection failed.
 func (c *client) flush() bool {
+	c.commitPending() // replies are sent only once their writes are committed
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	ok := true
@@ -304,9 +341,16 @@ func (c *client) flush() bool {
 	return ok
 }
 
+// writeTimeout bounds a write of replies or pushes. The deadline is moved
+// only when less than half of it is left, not at every write.
+const writeTimeout = time.Minute
+
 // write writes p; the caller holds wmu.
 func (c *client) write(p []byte) bool {
-	c.nc.SetWriteDeadline(time.Now().Add(time.Minute))
+	if since := time.Since(c.created); c.wdl-since < writeTimeout/2 {
+		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		c.wdl = since + writeTimeout
+	}
 	n, err := c.nc.Write(p)
 	c.s.stats.netOut.Add(int64(n))
 	return err == nil
@@ -377,7 +421,8 @@ func (c *client) cleanup() {
 // process dispatches one command.
 func (c *client) process(args [][]byte) {
 	s := c.s
-	c.lastSeen.Store(time.Now().Unix())
+	now := time.Now()
+	c.lastSeen.Store(now.Unix())
 	if isSecurityAttack(args[0]) {
 		s.log.Warn("Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands to Redis. This is likely due to an attacker attempting to use Cross Protocol Scripting to compromise your Redis instance. Connection aborted.", "addr", c.addr)
 		c.closeNow = true
@@ -385,6 +430,12 @@ func (c *client) process(args [][]byte) {
 	}
 	cmd, badSub, lower := s.cmds.lookup(args, c.lower)
 	c.lower = lower
+	// Deferred commits are committed before anything but another blind
+	// write runs, so that every other command sees them.
+	c.blind = c.deferrable(cmd, args)
+	if !c.blind && c.commitPending() {
+		now = time.Now() // the commit is not this command's time
+	}
 	if cmd == nil {
 		if badSub {
 			c.reject(nil, fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.",
@@ -419,7 +470,7 @@ func (c *client) process(args [][]byte) {
 		c.out = resp.AppendSimpleString(c.out, "QUEUED")
 		return
 	}
-	c.call(cmd, args)
+	c.call(cmd, args, now)
 }
 
 // hasReservedKey reports whether a key argument begins with 0xff, which
@@ -467,16 +518,16 @@ func trimCode(msg string) string {
 	return msg
 }
 
-// call executes a command with statistics, slow log and MONITOR output.
-func (c *client) call(cmd *command, args [][]byte) {
+// call executes a command, received at start, with statistics, slow log
+// and MONITOR output.
+func (c *client) call(cmd *command, args [][]byte, start time.Time) {
 	s := c.s
-	start := time.Now()
 	c.cur = cmd
 	c.errored = false
 	if s.monitors.active() && cmd.name != "exec" {
 		s.monitors.feed(c, args, start)
 	}
-	c.exec(cmd, args)
+	c.exec(cmd, args, start)
 	d := time.Since(start)
 	us := d.Microseconds()
 	cmd.calls.Add(1)
@@ -486,9 +537,7 @@ func (c *client) call(cmd *command, args [][]byte) {
 	}
 	cmd.metric.Observe(d, c.errored)
 	s.stats.commands.Add(1)
-	c.imu.Lock()
-	c.lastCmd = cmd.name
-	c.imu.Unlock()
+	c.lastCmd.Store(&cmd.name)
 	if !cmd.has(fSkipSlowlog) {
 		s.slow.maybeAdd(s, c, args, start, d)
 	}
@@ -496,8 +545,9 @@ func (c *client) call(cmd *command, args [][]byte) {
 }
 
 // exec runs a command's handler, committing its writes and re-running it
-// if the commit conflicted with another writer.
-func (c *client) exec(cmd *command, args [][]byte) {
+// if the commit conflicted with another writer. now is the time it was
+// received, the store's clock for its first attempt.
+func (c *client) exec(cmd *command, args [][]byte, now time.Time) {
 	if cmd.name == "exec" {
 		cmd.fn(c, args) // runs its own commit loop
 		return
@@ -511,10 +561,25 @@ func (c *client) exec(cmd *command, args [][]byte) {
 	if c.trk.on && cmd.has(fReadonly) {
 		c.s.track.remember(c, cmd, args)
 	}
+	if c.blind && (len(c.pend.cmds) > 0 || c.commandBuffered()) {
+		// A blind write with more of the pipeline buffered: its commit
+		// joins the run's (pipeline.go). It reads nothing, so it cannot
+		// conflict.
+		mark := len(c.out)
+		c.st.beginAt(c.s.DB, false, now)
+		cmd.fn(c, args)
+		c.deferCommit(cmd, mark)
+		c.st.end()
+		c.trk.afterCommand(cmd, false)
+		return
+	}
 	record := cmd.has(fWrite)
 	for attempt := 0; ; attempt++ {
 		mark := len(c.out)
-		c.st.begin(c.s.DB, record)
+		if attempt > 0 {
+			now = time.Now()
+		}
+		c.st.beginAt(c.s.DB, record, now)
 		cmd.fn(c, args)
 		var err error
 		if c.trk.noloop && c.st.dirty() {

@@ -315,9 +315,9 @@ func (c *client) infoLine(now time.Time) string {
 	if flags == "" {
 		flags = "N"
 	}
-	cmd := c.lastCmd
-	if cmd == "" {
-		cmd = "NULL"
+	cmd := "NULL"
+	if p := c.lastCmd.Load(); p != nil {
+		cmd = *p
 	}
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=0 psub=0 ssub=0 multi=%d watch=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=%d resp=%d lib-name=%s lib-ver=%s",
 		c.id, c.addr, c.laddr, 8, c.name, int64(now.Sub(c.created).Seconds()), now.Unix()-c.lastSeen.Load(),

@@ -127,6 +127,7 @@ type runtimeConfig struct {
 	// Copies read on every command, without the lock.
 	idleAtomic      atomic.Int64 // time.Duration
 	bulkAtomic      atomic.Int64
+	slowAtomic      atomic.Int64 // slowlogSlower
 	slowlogSlower   time.Duration
 	slowlogMaxLen   int
 	protoMaxBulkLen int64
@@ -540,4 +541,5 @@ func addrString(a net.Addr) string {
 func (c *runtimeConfig) publish() {
 	c.idleAtomic.Store(int64(c.idleTimeout))
 	c.bulkAtomic.Store(c.protoMaxBulkLen)
+	c.slowAtomic.Store(int64(c.slowlogSlower))
 }

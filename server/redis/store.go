@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/caskade/caskade"
@@ -81,7 +82,10 @@ type store struct {
 	checks []readRec // extra checks (WATCH)
 }
 
-func (st *store) begin(db *caskade.DB, record bool) {
+func (st *store) begin(db *caskade.DB, record bool) { st.beginAt(db, record, time.Now()) }
+
+// beginAt is begin with the current time given.
+func (st *store) beginAt(db *caskade.DB, record bool, now time.Time) {
 	st.db = db
 	st.record = record
 	st.reads = st.reads[:0]
@@ -90,8 +94,8 @@ func (st *store) begin(db *caskade.DB, record bool) {
 	st.opIdx = nil
 	st.ranges = st.ranges[:0]
 	st.checks = st.checks[:0]
-	st.now = time.Now()
-	st.nowMs = st.now.UnixMilli()
+	st.now = now
+	st.nowMs = now.UnixMilli()
 	if cap(st.arena) > 1<<20 {
 		st.arena = nil
 	}
@@ -125,6 +129,16 @@ func (st *store) keep(p []byte) []byte {
 	n := len(st.arena)
 	st.arena = append(st.arena, p...)
 	return st.arena[n:len(st.arena):len(st.arena)]
+}
+
+// keepInt stores the decimal text of n in the arena, like keep.
+func (st *store) keepInt(n int64) []byte {
+	if 20 > cap(st.arena)-len(st.arena) {
+		st.arena = make([]byte, 0, max(2*cap(st.arena), 1024))
+	}
+	m := len(st.arena)
+	st.arena = strconv.AppendInt(st.arena, n, 10)
+	return st.arena[m:len(st.arena):len(st.arena)]
 }
 
 // enc returns the encoded key of key in database db.

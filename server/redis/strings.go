@@ -2,7 +2,6 @@ package redis
 
 import (
 	"math"
-	"strconv"
 )
 
 // k returns the encoded key of key in the client's database.
@@ -460,7 +459,7 @@ func (c *client) incrDecr(key []byte, incr int64) {
 		return
 	}
 	v += incr
-	c.st.set(k, strconv.AppendInt(nil, v, 10), e.exp)
+	c.st.set(k, c.st.keepInt(v), e.exp)
 	c.replyInt(v)
 }
 

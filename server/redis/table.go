@@ -54,6 +54,7 @@ type command struct {
 	fn       cmdFunc
 	sub      map[string]*command
 	parent   *command
+	blind    bool // a blind write, whose commit may be deferred (pipeline.go)
 
 	metric   *metrics.CommandHandle // nil without Server.Metrics
 	calls    atomic.Int64
@@ -161,6 +162,7 @@ func newCommandTable() *commandTable {
 		}
 	}
 	sort.Slice(t.list, func(i, j int) bool { return t.list[i].name < t.list[j].name })
+	t.markBlind()
 	return t
 }
 

@@ -1,0 +1,172 @@
+package redis
+
+import (
+	"time"
+
+	"github.com/caskade/caskade"
+)
+
+// Deferred commits of pipelined blind writes.
+//
+// A blind write is a command whose reply does not depend on the database
+// and that reads nothing: plain SET (EX, PX, EXAT and PXAT only set an
+// absolute expiry), SETEX, PSETEX and MSET. When such a command runs
+// while more pipelined commands are already buffered, its writes are not
+// committed at once: they are kept in a batch of their own, and a run of
+// consecutive blind writes is committed with one DB.WriteBatches (one
+// write and, under SyncAlways, one fsync) when the run ends: before any
+// other command runs, when no complete command is buffered any more, at a
+// bound on the run's size, and in any case before replies are written.
+// Each command stays atomic on its own, and each gets the reply it would
+// have got alone: +OK, or the error of its own batch.
+//
+// Deferral is off while the connection is in MULTI, WATCHes keys, is in
+// a CSK.BEGIN transaction, tracks keys (CLIENT TRACKING) or is a MONITOR,
+// so that those keep their exact semantics.
+
+// Bounds of one run of deferred commits.
+const (
+	maxDeferCmds  = 1024
+	maxDeferBytes = 8 << 20
+)
+
+// deferred is one command whose commit waits for the end of its run.
+type deferred struct {
+	cmd        *command
+	start, end int // its reply, c.out[start:end]
+	batch      int // its batch in pendingRun.batches; -1: it wrote nothing
+}
+
+// pendingRun is a connection's run of deferred commits.
+type pendingRun struct {
+	cmds    []deferred
+	batches []*caskade.Batch // the first nb are in use; the rest are kept for reuse
+	nb      int
+	bytes   int
+	tail    []byte // scratch for rebuilding replies after a failure
+}
+
+// markBlind flags the commands whose commits may be deferred.
+func (t *commandTable) markBlind() {
+	for _, name := range []string{"set", "setex", "psetex", "mset"} {
+		t.m[name].blind = true
+	}
+}
+
+// deferrable reports whether cmd, about to run with args, is a blind write
+// whose commit may wait, given the connection's state.
+func (c *client) deferrable(cmd *command, args [][]byte) bool {
+	if cmd == nil || !cmd.blind || c.multi != nil || c.tx != nil || len(c.watches) > 0 ||
+		c.trk.on || c.monitor.Load() {
+		return false
+	}
+	if cmd.fn == nil || len(args) <= 3 || cmd.name != "set" {
+		return true
+	}
+	// SET with options: only the absolute expiries keep it blind. A syntax
+	// error also is (it replies without reading).
+	flags, _, ok := parseExtended(args, 3, true)
+	return !ok || flags&(setNX|setXX|setGet|setKeepTTL) == 0
+}
+
+// deferCommit moves the store's buffered writes of the command just run
+// (whose reply starts at c.out[mark:]) into the pending run, and commits
+// the run if it has reached its bounds or no further command is buffered.
+func (c *client) deferCommit(cmd *command, mark int) {
+	p := &c.pend
+	d := deferred{cmd: cmd, start: mark, end: len(c.out), batch: -1}
+	if st := &c.st; len(st.ops) > 0 {
+		if p.nb == len(p.batches) {
+			p.batches = append(p.batches, new(caskade.Batch))
+		}
+		b := p.batches[p.nb]
+		for i := range st.ops {
+			o := &st.ops[i]
+			switch o.kind {
+			case opSet:
+				if o.exp == 0 {
+					b.Set(o.key, o.val)
+				} else {
+					b.SetWithExpiry(o.key, o.val, time.UnixMilli(o.exp))
+				}
+			case opDel:
+				b.Delete(o.key)
+			case opDelRange:
+				b.DeleteRange(o.key, o.end)
+			}
+			p.bytes += len(o.key) + len(o.val)
+		}
+		d.batch = p.nb
+		p.nb++
+	}
+	p.cmds = append(p.cmds, d)
+	if len(p.cmds) >= maxDeferCmds || p.bytes >= maxDeferBytes || !c.commandBuffered() {
+		c.commitPending()
+	}
+}
+
+// commitPending commits the pending run, if any, replacing the reply of
+// each command whose batch failed by the error reply. It reports whether
+// there was a run.
+func (c *client) commitPending() bool {
+	p := &c.pend
+	if len(p.cmds) == 0 {
+		return false
+	}
+	var errs []error
+	if p.nb == 1 {
+		errs = []error{c.s.DB.Write(p.batches[0])}
+	} else if p.nb > 1 {
+		errs = c.s.DB.WriteBatches(p.batches[:p.nb])
+	}
+	failed := false
+	for _, err := range errs {
+		if err != nil {
+			failed = true
+			break
+		}
+	}
+	if failed {
+		c.rebuildReplies(errs)
+	}
+	for i := range p.nb {
+		if p.batches[i].Len() > 64 || p.bytes > 1<<20 {
+			p.batches[i] = new(caskade.Batch) // do not keep large buffers
+		} else {
+			p.batches[i].Reset()
+		}
+	}
+	clear(p.cmds)
+	p.cmds = p.cmds[:0]
+	p.nb, p.bytes = 0, 0
+	return true
+}
+
+// rebuildReplies replaces the replies of the deferred commands whose
+// batch failed by their error replies, keeping every other reply (those
+// that succeeded, and those of commands refused in between) in order.
+func (c *client) rebuildReplies(errs []error) {
+	p := &c.pend
+	base := p.cmds[0].start
+	p.tail = append(p.tail[:0], c.out[base:]...)
+	tail := p.tail
+	c.out = c.out[:base]
+	prev := 0
+	errored := c.errored
+	for _, d := range p.cmds {
+		s, e := d.start-base, d.end-base
+		c.out = append(c.out, tail[prev:s]...)
+		if d.batch >= 0 && errs[d.batch] != nil {
+			d.cmd.failed.Add(1)
+			c.replyErr(engineError(errs[d.batch]))
+		} else {
+			c.out = append(c.out, tail[s:e]...)
+		}
+		prev = e
+	}
+	c.out = append(c.out, tail[prev:]...)
+	c.errored = errored
+	if cap(p.tail) > 1<<20 {
+		p.tail = nil
+	}
+}
