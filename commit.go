@@ -571,6 +571,9 @@ func (db *DB) applyGroup(applies []apply, ver uint64) {
 	if ver > db.version {
 		db.version = ver
 	}
+	if len(applies) > 0 {
+		db.snap = nil // the cached clone is stale; holding it would keep old nodes alive
+	}
 }
 
 // syncLoop fsyncs the active file every SyncInterval under SyncEverySec.
