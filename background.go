@@ -46,13 +46,22 @@ func (db *DB) writeHintIfLive(id uint32) {
 // failure only costs a scan at the next open, so it is logged, not returned.
 func (db *DB) writeHint(id uint32) {
 	path := filepath.Join(db.dir, segment.DataName(id))
-	b, err := segment.ReadAll(db.fs, path)
+	// Scan the file through its memory mapping where there is one, rather
+	// than reading a copy of it (up to MaxFileSize) into the heap.
+	db.mu.RLock()
+	f := db.fset.acquireFile(id)
+	db.mu.RUnlock()
+	var b []byte
+	var err error
+	if f != nil {
+		defer f.Release()
+		b = f.Mapped()
+	}
+	if b == nil {
+		b, err = segment.ReadAll(db.fs, path)
+	}
 	if err == nil {
-		var sr segment.ScanResult
-		sr, err = segment.ScanData(b, path, segment.ScanStrict, db.lim)
-		if err == nil {
-			err = segment.WriteHints(db.fs, db.dir, id, segment.BuildHints(sr.Hints, sr.End))
-		}
+		err = segment.WriteHintsFromData(db.fs, db.dir, id, b, path, db.lim)
 	}
 	if err != nil {
 		db.opts.Logger.Warn("caskade: cannot write hint file", "file", path, "err", err)

@@ -108,6 +108,17 @@ func (f *File) MapFor(length int64) {
 	}
 }
 
+// Mapped returns the file's valid bytes through its read-only memory
+// mapping, or nil if it is not mapped. The bytes must not be modified, and
+// the caller must hold a reference (Acquire) while it uses them.
+func (f *File) Mapped() []byte {
+	n := f.size.Load()
+	if f.m == nil || n > int64(len(f.m)) {
+		return nil
+	}
+	return f.m[:n:n]
+}
+
 // Acquire takes a reference for a read; it fails once the file is closed.
 func (f *File) Acquire() bool {
 	for {

@@ -107,3 +107,33 @@ func TestHintCursorAt(t *testing.T) {
 		}
 	}
 }
+
+// BuildHintsFromData gives exactly what BuildHints of a scan gives.
+func TestBuildHintsFromData(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	b := record.AppendFileHeader(nil)
+	for v := uint64(1); v < 3000; v++ {
+		n := 1 + r.IntN(3) // a batch of n records
+		for j := range n {
+			k := fmt.Appendf(nil, "k%03d", r.IntN(500))
+			kind, val := record.KindPut, []byte("value")
+			if r.IntN(5) == 0 {
+				kind, val = record.KindDelete, nil
+			}
+			b = record.AppendRecord(b, kind, j == n-1, v, 0, 0, k, val)
+		}
+	}
+	sr, err := ScanData(b, "f", ScanStrict, record.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := BuildHints(sr.Hints, sr.End)
+	got, err := BuildHintsFromData(b, "f", record.Limits{})
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("differs (%d vs %d bytes): %v", len(got), len(want), err)
+	}
+	b[len(b)/2] ^= 1
+	if _, err := BuildHintsFromData(b, "f", record.Limits{}); err == nil {
+		t.Fatal("damage not reported")
+	}
+}
