@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/tidwall/btree"
+
+	"github.com/caskade/caskade/internal/keydir"
 )
 
 // Tx is a serializable, optimistic transaction in the manner of
@@ -274,6 +276,17 @@ func (tx *Tx) visible(key []byte) (bool, error) {
 	return present, err
 }
 
+// baseVisible reports whether a key of the snapshot shows through to the
+// transaction: not expired, not cleared by it, and not one it wrote (those
+// come from its writes).
+func (tx *Tx) baseVisible(key []byte, e keydir.Entry) bool {
+	if e.Expired(tx.v.nowMs) || tx.cleared(key) {
+		return false
+	}
+	_, written := tx.written(key)
+	return !written
+}
+
 // nextKey returns the first visible key >= k (> k unless inclusive).
 func (tx *Tx) nextKey(k []byte, inclusive bool) ([]byte, bool, error) {
 	if !inclusive {
@@ -284,10 +297,7 @@ func (tx *Tx) nextKey(k []byte, inclusive bool) ([]byte, bool, error) {
 	var base []byte
 	for ok := it.Seek(k); ok; ok = it.Next() {
 		key := it.Key()
-		if it.Entry().Expired(tx.v.nowMs) || tx.cleared(key) {
-			continue
-		}
-		if _, written := tx.written(key); written {
+		if !tx.baseVisible(key, it.Entry()) {
 			continue
 		}
 		base = key
@@ -340,10 +350,7 @@ func (tx *Tx) prevKey(k []byte, inclusive bool) ([]byte, bool, error) {
 	var base []byte
 	for ; ok; ok = it.Prev() {
 		key := it.Key()
-		if it.Entry().Expired(tx.v.nowMs) || tx.cleared(key) {
-			continue
-		}
-		if _, written := tx.written(key); written {
+		if !tx.baseVisible(key, it.Entry()) {
 			continue
 		}
 		base = key
