@@ -22,11 +22,13 @@ const (
 )
 
 // DefaultPoolSize returns the number of auto-pipelined connections a Client
-// uses when Options.PoolSize is zero: GOMAXPROCS, between 2 and 8. A few
-// connections carry many concurrent callers, because each connection batches
-// the commands queued on it into one write.
+// uses when Options.PoolSize is zero: a quarter of GOMAXPROCS, between 1
+// and 8. Few connections carry many concurrent callers, because each
+// connection batches the commands queued on it into one write, and fewer
+// connections batch more: on 2 cores one connection gave 64 goroutines
+// about 1.6x the throughput of two.
 func DefaultPoolSize() int {
-	return min(max(runtime.GOMAXPROCS(0), 2), 8)
+	return min(max(runtime.GOMAXPROCS(0)/4, 1), 8)
 }
 
 // Options configure a Client. The zero value (or a nil *Options) means every
