@@ -15,9 +15,8 @@ func cmdDel(c *client, args [][]byte) {
 	var n int64
 	for _, key := range args[1:] {
 		k := c.k(key)
-		e, err := c.st.stat(k)
-		if err != nil {
-			c.replyDBError(err)
+		e, ok := c.loadStat(k)
+		if !ok {
 			return
 		}
 		if e.found {
@@ -104,9 +103,8 @@ func (c *client) expireGeneric(args [][]byte, basetime int64, seconds bool) {
 	}
 	when += basetime
 	k := c.k(args[1])
-	e, err := c.st.get(k)
-	if err != nil {
-		c.replyDBError(err)
+	e, ok := c.load(k)
+	if !ok {
 		return
 	}
 	if !e.found {
@@ -165,9 +163,8 @@ func (c *client) ttlGeneric(args [][]byte, ms, abs bool) {
 
 func cmdPersist(c *client, args [][]byte) {
 	k := c.k(args[1])
-	e, err := c.st.get(k)
-	if err != nil {
-		c.replyDBError(err)
+	e, ok := c.load(k)
+	if !ok {
 		return
 	}
 	if !e.found || e.exp == 0 {
@@ -196,9 +193,8 @@ func cmdRenamenx(c *client, args [][]byte) { c.renameGeneric(args, true) }
 func (c *client) renameGeneric(args [][]byte, nx bool) {
 	same := bytes.Equal(args[1], args[2])
 	src := c.k(args[1])
-	e, err := c.st.get(src)
-	if err != nil {
-		c.replyDBError(err)
+	e, ok := c.load(src)
+	if !ok {
 		return
 	}
 	if !e.found {
@@ -214,9 +210,8 @@ func (c *client) renameGeneric(args [][]byte, nx bool) {
 		return
 	}
 	dst := c.k(args[2])
-	d, err := c.st.stat(dst)
-	if err != nil {
-		c.replyDBError(err)
+	d, ok := c.loadStat(dst)
+	if !ok {
 		return
 	}
 	if d.found && nx {
@@ -294,9 +289,8 @@ func cmdCopy(c *client, args [][]byte) {
 		return
 	}
 	dst := c.st.enc(dstDB, args[2])
-	d, err := c.st.stat(dst)
-	if err != nil {
-		c.replyDBError(err)
+	d, ok := c.loadStat(dst)
+	if !ok {
 		return
 	}
 	if d.found && !replace {
@@ -325,9 +319,8 @@ func cmdMove(c *client, args [][]byte) {
 		return
 	}
 	src := c.k(args[1])
-	e, err := c.st.get(src)
-	if err != nil {
-		c.replyDBError(err)
+	e, ok := c.load(src)
+	if !ok {
 		return
 	}
 	if !e.found {
@@ -335,9 +328,8 @@ func cmdMove(c *client, args [][]byte) {
 		return
 	}
 	dst := c.st.enc(db, args[1])
-	d, err := c.st.stat(dst)
-	if err != nil {
-		c.replyDBError(err)
+	d, ok := c.loadStat(dst)
+	if !ok {
 		return
 	}
 	if d.found {

@@ -9,8 +9,15 @@ func (c *client) k(key []byte) []byte { return c.st.enc(c.db, key) }
 
 // get reads a key of the client's database, replying the error if the
 // read failed (ok false).
-func (c *client) get(key []byte) (entry, bool) {
-	e, err := c.st.get(c.k(key))
+func (c *client) get(key []byte) (entry, bool) { return c.load(c.k(key)) }
+
+// stat is get without the value.
+func (c *client) stat(key []byte) (entry, bool) { return c.loadStat(c.k(key)) }
+
+// load reads the stored (encoded) key k, replying with the error and
+// reporting false if the read fails.
+func (c *client) load(k []byte) (entry, bool) {
+	e, err := c.st.get(k)
 	if err != nil {
 		c.replyDBError(err)
 		return e, false
@@ -18,8 +25,9 @@ func (c *client) get(key []byte) (entry, bool) {
 	return e, true
 }
 
-func (c *client) stat(key []byte) (entry, bool) {
-	e, err := c.st.stat(c.k(key))
+// loadStat is load without the value.
+func (c *client) loadStat(k []byte) (entry, bool) {
+	e, err := c.st.stat(k)
 	if err != nil {
 		c.replyDBError(err)
 		return e, false
@@ -211,9 +219,8 @@ func cmdGetex(c *client, args [][]byte) {
 		return
 	}
 	k := c.k(args[1])
-	e, err := c.st.get(k)
-	if err != nil {
-		c.replyDBError(err)
+	e, ok := c.load(k)
+	if !ok {
 		return
 	}
 	if !e.found {
@@ -239,9 +246,8 @@ func cmdGetex(c *client, args [][]byte) {
 
 func cmdGetdel(c *client, args [][]byte) {
 	k := c.k(args[1])
-	e, err := c.st.get(k)
-	if err != nil {
-		c.replyDBError(err)
+	e, ok := c.load(k)
+	if !ok {
 		return
 	}
 	if !e.found {
@@ -254,9 +260,8 @@ func cmdGetdel(c *client, args [][]byte) {
 
 func cmdGetset(c *client, args [][]byte) {
 	k := c.k(args[1])
-	e, err := c.st.get(k)
-	if err != nil {
-		c.replyDBError(err)
+	e, ok := c.load(k)
+	if !ok {
 		return
 	}
 	if int64(len(args[2])) > c.maxBulk() {
@@ -325,9 +330,8 @@ func cmdMsetnx(c *client, args [][]byte) {
 
 func cmdAppend(c *client, args [][]byte) {
 	k := c.k(args[1])
-	e, err := c.st.get(k)
-	if err != nil {
-		c.replyDBError(err)
+	e, ok := c.load(k)
+	if !ok {
 		return
 	}
 	if !e.found {
@@ -392,9 +396,8 @@ func cmdSetrange(c *client, args [][]byte) {
 	}
 	val := args[3]
 	k := c.k(args[1])
-	e, err := c.st.get(k)
-	if err != nil {
-		c.replyDBError(err)
+	e, ok := c.load(k)
+	if !ok {
 		return
 	}
 	if len(val) == 0 {
@@ -441,9 +444,8 @@ func cmdDecrby(c *client, args [][]byte) {
 
 func (c *client) incrDecr(key []byte, incr int64) {
 	k := c.k(key)
-	e, err := c.st.get(k)
-	if err != nil {
-		c.replyDBError(err)
+	e, ok := c.load(k)
+	if !ok {
 		return
 	}
 	var v int64
@@ -465,9 +467,8 @@ func (c *client) incrDecr(key []byte, incr int64) {
 
 func cmdIncrbyfloat(c *client, args [][]byte) {
 	k := c.k(args[1])
-	e, err := c.st.get(k)
-	if err != nil {
-		c.replyDBError(err)
+	e, ok := c.load(k)
+	if !ok {
 		return
 	}
 	var v float64
