@@ -60,7 +60,7 @@ const (
 	DefaultExpiryPeriod  = 100 * time.Millisecond
 	DefaultMergeInterval = time.Minute
 	DefaultMergeMinDead  = 64 << 20
-	maxFileSizeLimit     = 1 << 40
+	maxFileSizeLimit     = 1 << 32 // offsets in the key directory are 32-bit
 	maxRecordLengthLimit = 1<<32 - 1
 )
 
@@ -89,7 +89,7 @@ type Options struct {
 	MaxBatchSize int
 	// MaxFileSize is the size at which the active data file is sealed and a
 	// new one started (default 256 MiB). A single batch larger than this
-	// still goes into one file.
+	// still goes into one file. At most 4 GiB.
 	MaxFileSize int64
 	// RecoveryWorkers is how many data and hint files Open reads in
 	// parallel (default GOMAXPROCS).

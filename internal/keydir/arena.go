@@ -10,18 +10,23 @@ import (
 // an 8-byte reference instead of a string: no allocation per key and no
 // pointer for the garbage collector to trace.
 //
-// A reference packs the chunk number (24 bits), the offset in the chunk (24
-// bits) and the key length (16 bits). A key of 65535 bytes or more stores
-// longKey in the length field and its length as 4 bytes before the key.
+// A reference packs the chunk number (16 bits), the offset in the chunk (24
+// bits) and the key length (8 bits) into its low 48 bits; a key of 255
+// bytes or more stores longKey in the length field and its length as 4
+// bytes before the key. The top 16 bits are free for the tree: a leaf keeps
+// a search hint there (see hint16). An arena holds up to 1 TiB of keys.
 //
 // Bytes are written once and never changed, so clones of a tree share the
 // arena: each reads only references it holds, and the writer only appends.
 const (
-	chunkBits    = 24
-	maxChunk     = 1 << chunkBits // 16 MiB
+	offsetBits   = 24
+	maxChunk     = 1 << offsetBits // 16 MiB
 	firstChunk   = 64 << 10
-	longKey      = 1<<16 - 1
-	tableBits    = 12
+	lenBits      = 8
+	longKey      = 1<<lenBits - 1
+	refBits      = 48
+	refMask      = 1<<refBits - 1
+	tableBits    = 8
 	tableSize    = 1 << tableBits
 	expirySize   = 8
 	maxChunkNums = tableSize * tableSize
@@ -109,7 +114,7 @@ func (al *allocator) put(key []byte, hasExpiry bool, expiry int64) uint64 {
 	if hasExpiry {
 		binary.LittleEndian.PutUint64(b[len(key):], uint64(expiry))
 	}
-	return uint64(num)<<40 | uint64(off)<<16 | klen
+	return uint64(num)<<(offsetBits+lenBits) | uint64(off)<<lenBits | klen
 }
 
 // key returns the key bytes of ref; the caller must not modify them.
@@ -125,9 +130,9 @@ func (a *arena) expiry(ref uint64) int64 {
 }
 
 func (a *arena) locate(ref uint64) (chunk []byte, off, n int) {
-	chunk = a.chunk(uint32(ref >> 40))
-	off = int(ref>>16) & (maxChunk - 1)
-	n = int(ref & 0xffff)
+	chunk = a.chunk(uint32((ref & refMask) >> (offsetBits + lenBits)))
+	off = int(ref>>lenBits) & (maxChunk - 1)
+	n = int(ref & longKey)
 	if n == longKey {
 		n = int(binary.LittleEndian.Uint32(chunk[off:]))
 		off += 4
@@ -138,7 +143,7 @@ func (a *arena) locate(ref uint64) (chunk []byte, off, n int) {
 // size is the arena space ref takes.
 func refSize(ref uint64, keyLen int, hasExpiry bool) int64 {
 	n := int64(keyLen)
-	if ref&0xffff == longKey {
+	if ref&longKey == longKey {
 		n += 4
 	}
 	if hasExpiry {

@@ -178,6 +178,9 @@ func (l *Loader) Add(key []byte, e Entry) {
 		cur = l.leaves[len(l.leaves)-1]
 	}
 	if cur == nil || cur.n == maxItems {
+		if cur != nil {
+			l.t.refitLeaf(cur)
+		}
 		cur = l.t.newLeaf()
 		l.leaves = append(l.leaves, cur)
 	}
@@ -198,6 +201,9 @@ func FinishAll(ls []*Loader) *Tree {
 	t := ls[0].t
 	var level []*node
 	for _, l := range ls {
+		if len(l.leaves) > 0 {
+			t.refitLeaf(l.leaves[len(l.leaves)-1])
+		}
 		level = append(level, l.leaves...)
 		t.count += l.count
 		t.al.live += l.al.live
@@ -205,7 +211,7 @@ func FinishAll(ls []*Loader) *Tree {
 	}
 	firsts := make([]uint64, len(level)) // least key under each node
 	for i, n := range level {
-		firsts[i] = n.items[0].kref
+		firsts[i] = n.items[0].kref & refMask
 	}
 	for len(level) > 1 {
 		groups := (len(level) + maxKids - 1) / maxKids
@@ -214,8 +220,9 @@ func FinishAll(ls []*Loader) *Tree {
 		for g := range groups {
 			lo, hi := g*len(level)/groups, (g+1)*len(level)/groups
 			p := t.newInner()
-			p.n = copy(p.kids, level[lo:hi])
-			copy(p.keys, firsts[lo+1:hi])
+			p.n = copy(p.kids[:], level[lo:hi])
+			copy(p.keys[:], firsts[lo+1:hi])
+			t.refitInner(p)
 			next = append(next, p)
 			nextFirsts = append(nextFirsts, firsts[lo])
 		}

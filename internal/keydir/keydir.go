@@ -18,6 +18,7 @@ package keydir
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"sync/atomic"
 )
@@ -26,7 +27,7 @@ import (
 // data file before an offset, a file id or a version delta would overflow).
 const (
 	MaxFileID       = 1<<24 - 1
-	MaxOffset       = 1<<40 - 1
+	MaxOffset       = 1<<32 - 1
 	MaxValLen       = 1<<30 - 1
 	MaxVersionDelta = 1<<32 - 1
 )
@@ -50,19 +51,40 @@ const (
 	vlenMask   = 1<<30 - 1
 )
 
+// An item packs a 24-bit search hint into the bits its fields leave free:
+// the top 16 of kref and the top 8 of loc.
 type item struct {
-	kref uint64 // arena reference of the key
-	loc  uint64 // file id << 40 | offset
+	kref uint64 // hint >> 8 << refBits | arena reference of the key
+	loc  uint64 // hint & 0xff << 56 | file id << 32 | offset
 	ver  uint32 // version - base version of the file
 	meta uint32 // value length | flagExpiry
 }
 
+const locMask = 1<<56 - 1
+
+func (it *item) hint() uint64 { return it.kref>>refBits<<8 | it.loc>>56 }
+
+func (it *item) setHint(h uint64) {
+	it.kref = it.kref&refMask | h>>8<<refBits
+	it.loc = it.loc&locMask | (h&0xff)<<56
+}
+
+// A node is a leaf (items) or an inner node (keys, kids). Searching a node
+// reads few keys from the arena, where each read is likely a cache miss:
+// every key in a node starts with the node's prefix, and a hint of the
+// bytes after it, kept in the node itself, orders most keys without looking
+// at them. A leaf keeps the prefix length and a 24-bit hint per item (see
+// item); an inner node keeps the prefix (an alias of arena bytes) and a
+// 64-bit hint per separator.
 type node struct {
-	gen   uint64   // generation of the tree that may change this node in place
-	n     int      // items (leaf) or children (inner)
-	items []item   // leaf only, len maxItems
-	keys  []uint64 // inner only: keys[i] (an arena reference) is the least key under kids[i+1]
-	kids  []*node  // inner only, len maxKids
+	gen   uint64               // generation of the tree that may change this node in place
+	n     int                  // items (leaf) or children (inner)
+	plen  int32                // leaf only: length of the prefix of every key
+	pfx   []byte               // inner only: a prefix of every separator
+	items *[maxItems]item      // leaf only
+	keys  *[maxKids - 1]uint64 // inner only: keys[i] (an arena reference) is the least key under kids[i+1]
+	hints *[maxKids - 1]uint64 // inner only: hint64 of keys[i] after pfx
+	kids  *[maxKids]*node      // inner only
 }
 
 func (n *node) leaf() bool { return n.kids == nil }
@@ -142,7 +164,7 @@ func (t *Tree) Clone() *Tree {
 }
 
 func (t *Tree) entry(it item) Entry {
-	fid := uint32(it.loc >> 40)
+	fid := uint32((it.loc & locMask) >> 32)
 	e := Entry{
 		FileID:  fid,
 		ValLen:  it.meta & vlenMask,
@@ -162,7 +184,7 @@ func (t *Tree) pack(it *item, e Entry) {
 		e.Version < base || e.Version-base > MaxVersionDelta {
 		panic(fmt.Sprintf("keydir: entry %+v out of range (file base %d)", e, base))
 	}
-	it.loc = uint64(e.FileID)<<40 | uint64(e.Offset)
+	it.loc = it.loc&^locMask | uint64(e.FileID)<<32 | uint64(e.Offset)
 	it.ver = uint32(e.Version - base)
 	it.meta = e.ValLen
 	if e.Expiry != 0 {
@@ -172,27 +194,168 @@ func (t *Tree) pack(it *item, e Entry) {
 
 func (t *Tree) keyOf(ref uint64) []byte { return t.ar.key(ref) }
 
+// hint24 and hint64 order the bytes of a key after its node's prefix: if
+// hint(a) < hint(b) then a < b (a short key is padded with zeros, so equal
+// hints say nothing and the keys themselves decide).
+func hint24(s []byte) uint64 {
+	var b [3]byte
+	copy(b[:], s)
+	return uint64(b[0])<<16 | uint64(b[1])<<8 | uint64(b[2])
+}
+
+func hint64(s []byte) uint64 {
+	if len(s) >= 8 {
+		return binary.BigEndian.Uint64(s)
+	}
+	var b [8]byte
+	copy(b[:], s)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// outside compares key with the prefix p of every key in a node: 0 if key
+// starts with p, otherwise -1 (key is less than every key in the node) or
+// +1 (greater than every one).
+func outside(p, key []byte) int {
+	if len(key) >= len(p) && bytes.Equal(key[:len(p)], p) {
+		return 0
+	}
+	return bytes.Compare(key, p) // cannot be 0: key does not start with p
+}
+
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// refitLeaf sets the prefix of the mutable leaf n to the longest common to
+// its keys and recomputes every hint.
+func (t *Tree) refitLeaf(n *node) {
+	n.plen = 0
+	if n.n == 0 {
+		return
+	}
+	first := t.keyOf(n.items[0].kref)
+	n.plen = int32(commonPrefix(first, t.keyOf(n.items[n.n-1].kref)))
+	t.rehint(n)
+}
+
+func (t *Tree) rehint(n *node) {
+	for i := range n.n {
+		it := &n.items[i]
+		it.setHint(hint24(t.keyOf(it.kref)[n.plen:]))
+	}
+}
+
+// hintFor returns the hint of key, which is about to join the mutable leaf
+// n; if key does not start with the leaf's prefix, it first shortens the
+// prefix and recomputes the other items' hints.
+func (t *Tree) hintFor(n *node, key []byte) uint64 {
+	if n.n > 0 {
+		first := t.keyOf(n.items[0].kref)
+		if l := int32(commonPrefix(first[:n.plen], key)); l < n.plen {
+			n.plen = l
+			t.rehint(n)
+		}
+	} else {
+		n.plen = int32(len(key))
+	}
+	return hint24(key[n.plen:])
+}
+
+// refitInner sets the prefix of the mutable inner node n to the longest
+// common to its separators and recomputes every hint.
+func (t *Tree) refitInner(n *node) {
+	n.pfx = nil
+	if n.n < 2 {
+		return
+	}
+	first := t.keyOf(n.keys[0])
+	n.pfx = first[:commonPrefix(first, t.keyOf(n.keys[n.n-2]))]
+	for i := range n.n - 1 {
+		n.hints[i] = hint64(t.keyOf(n.keys[i])[len(n.pfx):])
+	}
+}
+
+// setSep makes ref the separator i of the mutable inner node n.
+func (t *Tree) setSep(n *node, i int, ref uint64) {
+	ref &= refMask
+	n.keys[i] = ref
+	k := t.keyOf(ref)
+	if outside(n.pfx, k) != 0 {
+		t.refitInner(n)
+		return
+	}
+	n.hints[i] = hint64(k[len(n.pfx):])
+}
+
 // searchLeaf returns the index of the first item >= key and whether it is
-// equal.
+// equal. It searches by hints as if key started with the leaf's prefix, and
+// checks that it does on the one key it then reads from the arena.
 func (t *Tree) searchLeaf(n *node, key []byte) (int, bool) {
+	if n.n == 0 {
+		return 0, false
+	}
+	p := int(n.plen)
+	var rest []byte
+	if len(key) >= p {
+		rest = key[p:]
+	}
+	h := hint24(rest)
 	lo, hi := 0, n.n
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if bytes.Compare(t.keyOf(n.items[m].kref), key) < 0 {
+		it := &n.items[m]
+		var less bool
+		if ih := it.hint(); ih != h {
+			less = ih < h
+		} else {
+			less = bytes.Compare(t.keyOf(it.kref)[p:], rest) < 0
+		}
+		if less {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	return lo, lo < n.n && bytes.Equal(t.keyOf(n.items[lo].kref), key)
+	near := lo
+	if near == n.n {
+		near--
+	}
+	k := t.keyOf(n.items[near].kref)
+	switch outside(k[:p], key) {
+	case -1:
+		return 0, false
+	case 1:
+		return n.n, false
+	}
+	return lo, lo == near && n.items[lo].hint() == h && bytes.Equal(k[p:], rest)
 }
 
 // searchInner returns the index of the child that may hold key.
 func (t *Tree) searchInner(n *node, key []byte) int {
+	switch outside(n.pfx, key) {
+	case -1:
+		return 0
+	case 1:
+		return n.n - 1
+	}
+	rest := key[len(n.pfx):]
+	h := hint64(rest)
 	lo, hi := 0, n.n-1
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if bytes.Compare(t.keyOf(n.keys[m]), key) <= 0 {
+		var le bool // separator m <= key
+		if sh := n.hints[m]; sh != h {
+			le = sh < h
+		} else {
+			le = bytes.Compare(t.keyOf(n.keys[m])[len(n.pfx):], rest) <= 0
+		}
+		if le {
 			lo = m + 1
 		} else {
 			hi = m
@@ -218,11 +381,11 @@ func (t *Tree) Get(key []byte) (Entry, bool) {
 }
 
 func (t *Tree) newLeaf() *node {
-	return &node{gen: t.gen, items: make([]item, maxItems)}
+	return &node{gen: t.gen, items: new([maxItems]item)}
 }
 
 func (t *Tree) newInner() *node {
-	return &node{gen: t.gen, keys: make([]uint64, maxKids-1), kids: make([]*node, maxKids)}
+	return &node{gen: t.gen, keys: new([maxKids - 1]uint64), hints: new([maxKids - 1]uint64), kids: new([maxKids]*node)}
 }
 
 // mut returns n, or a copy of it that this tree may change.
@@ -230,15 +393,15 @@ func (t *Tree) mut(n *node) *node {
 	if n.gen == t.gen {
 		return n
 	}
-	c := &node{gen: t.gen, n: n.n}
+	c := &node{gen: t.gen, n: n.n, plen: n.plen, pfx: n.pfx}
 	if n.leaf() {
-		c.items = make([]item, maxItems)
-		copy(c.items, n.items[:n.n])
+		c.items = new([maxItems]item)
+		copy(c.items[:], n.items[:n.n])
 	} else {
-		c.keys = make([]uint64, maxKids-1)
-		c.kids = make([]*node, maxKids)
-		copy(c.keys, n.keys[:n.n-1])
-		copy(c.kids, n.kids[:n.n])
+		c.keys, c.hints, c.kids = new([maxKids - 1]uint64), new([maxKids - 1]uint64), new([maxKids]*node)
+		copy(c.keys[:], n.keys[:n.n-1])
+		copy(c.hints[:], n.hints[:n.n-1])
+		copy(c.kids[:], n.kids[:n.n])
 	}
 	return c
 }
@@ -256,7 +419,8 @@ func (t *Tree) Set(key []byte, e Entry) (old Entry, replaced bool) {
 	old, replaced, right, sep := t.insert(t.root, key, e)
 	if right != nil {
 		r := t.newInner()
-		r.kids[0], r.kids[1], r.keys[0], r.n = t.root, right, sep, 2
+		r.kids[0], r.kids[1], r.n = t.root, right, 2
+		t.setSep(r, 0, sep)
 		t.root = r
 	}
 	if !replaced {
@@ -276,7 +440,7 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 			if e.Expiry != 0 {
 				// The old expiry may be read by clones: write a new key copy.
 				t.ar.dead += refSize(it.kref, len(key), old.Expiry != 0)
-				it.kref = t.al.put(key, true, e.Expiry)
+				it.kref = it.kref&^refMask | t.al.put(key, true, e.Expiry) // keeps the hint
 			}
 			// Without an expiry, the old reference (with or without an
 			// expiry slot) still names the key.
@@ -286,6 +450,7 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 		var it item
 		it.kref = t.al.put(key, e.Expiry != 0, e.Expiry)
 		t.pack(&it, e)
+		it.setHint(t.hintFor(n, key))
 		if n.n < maxItems {
 			copy(n.items[i+1:n.n+1], n.items[i:n.n])
 			n.items[i] = it
@@ -299,7 +464,7 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 			mid = maxItems
 		}
 		right = t.newLeaf()
-		right.n = copy(right.items, n.items[mid:n.n])
+		right.n = copy(right.items[:], n.items[mid:n.n])
 		n.n = mid
 		if i <= mid && mid < maxItems {
 			copy(n.items[i+1:n.n+1], n.items[i:n.n])
@@ -311,7 +476,10 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 			right.items[j] = it
 			right.n++
 		}
-		return old, false, right, right.items[0].kref
+		// Each half may have a longer common prefix than the whole.
+		t.refitLeaf(n)
+		t.refitLeaf(right)
+		return old, false, right, right.items[0].kref & refMask
 	}
 	ci := t.searchInner(n, key)
 	if c := n.kids[ci]; c.leaf() && c.n == maxItems {
@@ -330,8 +498,10 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 	if n.n < maxKids {
 		copy(n.kids[ci+2:n.n+1], n.kids[ci+1:n.n])
 		copy(n.keys[ci+1:n.n], n.keys[ci:n.n-1])
-		n.kids[ci+1], n.keys[ci] = r, s
+		copy(n.hints[ci+1:n.n], n.hints[ci:n.n-1])
+		n.kids[ci+1] = r
 		n.n++
+		t.setSep(n, ci, s)
 		return old, replaced, nil, 0
 	}
 	// Split the inner node: gather maxKids+1 children, keep the left part.
@@ -348,11 +518,13 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 		leftN = maxKids // appending at the end: keep the left node full
 	}
 	right = t.newInner()
-	right.n = copy(right.kids, kids[leftN:])
-	copy(right.keys, keys[leftN:])
-	n.n = copy(n.kids, kids[:leftN])
+	right.n = copy(right.kids[:], kids[leftN:])
+	copy(right.keys[:], keys[leftN:])
+	n.n = copy(n.kids[:], kids[:leftN])
 	clear(n.kids[n.n:])
-	copy(n.keys, keys[:leftN-1])
+	copy(n.keys[:], keys[:leftN-1])
+	t.refitInner(n)
+	t.refitInner(right)
 	return old, replaced, right, keys[leftN-1]
 }
 
@@ -368,19 +540,23 @@ func (t *Tree) shiftToSibling(n *node, ci int) bool {
 		k := (maxItems - left.n + 1) / 2
 		copy(left.items[left.n:], child.items[:k])
 		left.n += k
-		copy(child.items, child.items[k:child.n])
+		copy(child.items[:], child.items[k:child.n])
 		child.n -= k
-		n.keys[ci-1] = child.items[0].kref
+		t.refitLeaf(left)
+		t.refitLeaf(child)
+		t.setSep(n, ci-1, child.items[0].kref)
 		return true
 	case ci+1 < n.n && n.kids[ci+1].n <= maxItems-room:
 		right, child := t.mut(n.kids[ci+1]), t.mut(n.kids[ci])
 		n.kids[ci+1], n.kids[ci] = right, child
 		k := (maxItems - right.n + 1) / 2
 		copy(right.items[k:], right.items[:right.n])
-		copy(right.items, child.items[child.n-k:child.n])
+		copy(right.items[:], child.items[child.n-k:child.n])
 		right.n += k
 		child.n -= k
-		n.keys[ci] = right.items[0].kref
+		t.refitLeaf(right)
+		t.refitLeaf(child)
+		t.setSep(n, ci, right.items[0].kref)
 		return true
 	}
 	return false
@@ -446,12 +622,14 @@ func (t *Tree) merge(left, right *node, sep uint64) {
 	if left.leaf() {
 		copy(left.items[left.n:], right.items[:right.n])
 		left.n += right.n
+		t.refitLeaf(left)
 		return
 	}
 	left.keys[left.n-1] = sep
 	copy(left.keys[left.n:], right.keys[:right.n-1])
 	copy(left.kids[left.n:], right.kids[:right.n])
 	left.n += right.n
+	t.refitInner(left)
 }
 
 // dropKid removes child i (and the separator before it, or after it for the
@@ -459,10 +637,10 @@ func (t *Tree) merge(left, right *node, sep uint64) {
 func (t *Tree) dropKid(n *node, i int) {
 	copy(n.kids[i:n.n-1], n.kids[i+1:n.n])
 	n.kids[n.n-1] = nil
-	if i > 0 {
-		copy(n.keys[i-1:n.n-2], n.keys[i:n.n-1])
-	} else if n.n > 1 {
-		copy(n.keys[0:n.n-2], n.keys[1:n.n-1])
+	j := max(i-1, 0) // the separator that goes
+	if n.n > 1 {
+		copy(n.keys[j:n.n-2], n.keys[j+1:n.n-1])
+		copy(n.hints[j:n.n-2], n.hints[j+1:n.n-1])
 	}
 	n.n--
 }

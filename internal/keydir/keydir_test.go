@@ -38,9 +38,15 @@ func newTestTree() *Tree {
 	return t
 }
 
-// check compares the whole tree, forwards and backwards, with the model.
+// check compares the whole tree, forwards and backwards, with the model,
+// and checks the prefixes and hints of every node.
 func check(t *testing.T, tr *Tree, m map[string]Entry, what string) {
 	t.Helper()
+	if tr.root != nil {
+		if err := tr.checkNode(tr.root); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
 	keys := slices.Sorted(maps.Keys(m))
 	if tr.Len() != len(keys) {
 		t.Fatalf("%s: Len %d, want %d", what, tr.Len(), len(keys))
@@ -81,8 +87,17 @@ func TestModel(t *testing.T) {
 	keyspace := 3000
 	key := func() []byte {
 		k := fmt.Appendf(nil, "%05d", r.IntN(keyspace))
-		if r.IntN(500) == 0 {
+		switch r.IntN(50) {
+		case 0:
 			k = append(k, bytes.Repeat([]byte("L"), 70000)...) // a long key
+		case 1, 2:
+			k = k[:r.IntN(len(k)+1)] // a prefix of other keys, maybe empty
+		case 3, 4:
+			k = append(k, make([]byte, 1+r.IntN(3))...) // zero bytes, equal in hints to k
+		case 5:
+			k = append(k, 0xff, byte(r.IntN(256)))
+		case 6:
+			k = append(bytes.Repeat(k[:1], 9), k...) // shares 8 bytes after a prefix
 		}
 		return k
 	}
@@ -255,4 +270,84 @@ func TestParallelLoaders(t *testing.T) {
 		t.Fatalf("arena live bytes %d", live)
 	}
 	tr.Set([]byte("x"), Entry{FileID: 1})
+}
+
+// benchKeys returns n distinct 16-byte keys shaped like redis-benchmark's
+// ("key:" and 12 digits drawn from a range 4x larger), in random order.
+func benchKeys(n int) [][]byte {
+	r := rand.New(rand.NewPCG(2, 2))
+	seen := make(map[int]bool, n)
+	keys := make([][]byte, 0, n)
+	for len(keys) < n {
+		v := r.IntN(4 * n)
+		if !seen[v] {
+			seen[v] = true
+			keys = append(keys, fmt.Appendf(nil, "key:%012d", v))
+		}
+	}
+	return keys
+}
+
+// BenchmarkGetRandom reads random keys of a tree built by random inserts,
+// so that neither the nodes nor the arena are in key order.
+func BenchmarkGetRandom(b *testing.B) {
+	keys := benchKeys(1 << 21)
+	tr := New()
+	tr.SetFileBase(1, 0)
+	for i, k := range keys {
+		tr.Set(k, Entry{FileID: 1, Version: uint64(i)})
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, ok := tr.Get(keys[r.IntN(len(keys))]); !ok {
+			b.Fatal("missing")
+		}
+	}
+}
+
+// BenchmarkSetRandom inserts keys in random order into a growing tree.
+func BenchmarkSetRandom(b *testing.B) {
+	keys := benchKeys(1 << 21)
+	b.ResetTimer()
+	for b.Loop() {
+		tr := New()
+		tr.SetFileBase(1, 0)
+		for i, k := range keys {
+			tr.Set(k, Entry{FileID: 1, Version: uint64(i)})
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(keys)), "ns/key")
+}
+
+// checkNode verifies that every key in the subtree of n starts with its
+// node's prefix and has the right hint.
+func (t *Tree) checkNode(n *node) error {
+	if n.leaf() {
+		for i := range n.n {
+			k := t.keyOf(n.items[i].kref)
+			if first := t.keyOf(n.items[0].kref); len(k) < int(n.plen) || !bytes.Equal(k[:n.plen], first[:n.plen]) {
+				return fmt.Errorf("leaf key %q does not share the prefix of %q (%d bytes)", k, first, n.plen)
+			}
+			if h := n.items[i].hint(); h != hint24(k[n.plen:]) {
+				return fmt.Errorf("leaf key %q (prefix length %d) has hint %x", k, n.plen, h)
+			}
+		}
+		return nil
+	}
+	for i := range n.n - 1 {
+		k := t.keyOf(n.keys[i])
+		if !bytes.HasPrefix(k, n.pfx) {
+			return fmt.Errorf("separator %q lacks prefix %q", k, n.pfx)
+		}
+		if n.keys[i]>>refBits != 0 || n.hints[i] != hint64(k[len(n.pfx):]) {
+			return fmt.Errorf("separator %q (prefix %q) has hint %x", k, n.pfx, n.hints[i])
+		}
+	}
+	for i := range n.n {
+		if err := t.checkNode(n.kids[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
