@@ -121,3 +121,62 @@ func (db *DB) expireSample() (sampled, expired int) {
 	}
 	return sampled, len(ops)
 }
+
+// Key directory compaction. Deleted keys, and keys rewritten with a new
+// TTL, leave dead bytes in the key directory's arena, which only grows;
+// a cache of keys with TTLs would grow it without bound. Once the dead
+// bytes are at least compactMinDead and half the live ones, the directory
+// is rebuilt from a clone in the background while writes go on, brought up
+// to date with the keys written meanwhile, and swapped in. Memory peaks at
+// about twice the directory's while that runs.
+const (
+	compactMinDead = 16 << 20
+	compactCheck   = time.Second
+)
+
+func (db *DB) keyCompactLoop() {
+	defer db.bg.Done()
+	t := time.NewTicker(compactCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-t.C:
+		}
+		db.mu.RLock()
+		live, dead := db.tree.ArenaBytes()
+		db.mu.RUnlock()
+		if dead >= compactMinDead && 2*dead >= live {
+			db.compactKeys()
+		}
+	}
+}
+
+// compactKeys rebuilds the key directory with only its live keys. It
+// reports false if Close stopped it.
+func (db *DB) compactKeys() bool {
+	db.mu.Lock()
+	src := db.tree.Clone()
+	db.tree.Track()
+	db.mu.Unlock()
+	c := src.Compact(func() bool {
+		select {
+		case <-db.stop:
+			return true
+		default:
+			return false
+		}
+	})
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	changed := db.tree.Tracked()
+	if c == nil {
+		return false
+	}
+	c.Catch(db.tree, changed)
+	db.tree = c
+	db.snap = nil
+	db.keyCompacts++
+	return true
+}

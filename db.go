@@ -40,6 +40,7 @@ type DB struct {
 	version       uint64       // newest committed, visible version
 	snap          *keydir.Tree // clone of tree at snapVer, shared by snapshots
 	snapVer       uint64
+	keyCompacts   int // key directory compactions (background.go)
 	snapshots     int // open snapshots and iterators
 	recovery      RecoveryStats
 	hist          *history
@@ -158,6 +159,8 @@ func Open(dir string, opts *Options) (*DB, error) {
 			db.bg.Add(1)
 			go db.mergeLoop()
 		}
+		db.bg.Add(1)
+		go db.keyCompactLoop()
 	}
 	return db, nil
 }

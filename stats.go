@@ -36,6 +36,12 @@ type Stats struct {
 	WriteError error
 	// Merge is the progress of a running merge.
 	Merge MergeProgress
+	// KeyBytes counts the bytes of keys (and expiries) the key directory
+	// holds in memory for live keys, and KeyDeadBytes those that deletions
+	// and rewrites left behind until the next compaction of the directory,
+	// which KeyCompactions counts.
+	KeyBytes, KeyDeadBytes int64
+	KeyCompactions         int
 }
 
 // Stats returns a summary of the database.
@@ -55,6 +61,8 @@ func (db *DB) Stats() Stats {
 		WriteError:    werr,
 		Merge:         db.mergeProgress,
 	}
+	s.KeyBytes, s.KeyDeadBytes = db.tree.ArenaBytes()
+	s.KeyCompactions = db.keyCompacts
 	for id, f := range db.fset.files {
 		st := db.fstats[id]
 		fs := FileStats{ID: id, Size: f.Size(), Active: active != nil && active.ID == id}

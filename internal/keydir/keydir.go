@@ -120,6 +120,7 @@ type Tree struct {
 	al       *allocator // the writer's; clones share it but never allocate
 	bases    *fileBases
 	readOnly bool
+	tracked  map[string]struct{} // keys changed since Track, if tracking
 }
 
 // New returns an empty Tree.
@@ -158,7 +159,7 @@ func (t *Tree) ArenaBytes() (live, dead int64) { return t.al.live - t.ar.dead, t
 // Clone returns an O(1) read-only copy-on-write snapshot.
 func (t *Tree) Clone() *Tree {
 	c := *t
-	c.gen, c.readOnly = generations.Add(1), true
+	c.gen, c.readOnly, c.tracked = generations.Add(1), true, nil
 	t.gen = generations.Add(1)
 	return &c
 }
@@ -412,6 +413,9 @@ func (t *Tree) Set(key []byte, e Entry) (old Entry, replaced bool) {
 	if len(key) > MaxKeyLen {
 		panic(fmt.Sprintf("keydir: key of %d bytes exceeds %d", len(key), MaxKeyLen))
 	}
+	if t.tracked != nil {
+		t.tracked[string(key)] = struct{}{}
+	}
 	if t.root == nil {
 		t.root = t.newLeaf()
 	}
@@ -568,6 +572,9 @@ func (t *Tree) Delete(key []byte) (Entry, bool) {
 	if _, ok := t.Get(key); !ok {
 		return Entry{}, false
 	}
+	if t.tracked != nil {
+		t.tracked[string(key)] = struct{}{}
+	}
 	t.root = t.mut(t.root)
 	old := t.remove(t.root, key)
 	t.count--
@@ -643,4 +650,57 @@ func (t *Tree) dropKid(n *node, i int) {
 		copy(n.hints[j:n.n-2], n.hints[j+1:n.n-1])
 	}
 	n.n--
+}
+
+// Arena compaction. Deleted keys, and keys rewritten with a new expiry,
+// leave dead bytes in the arena, which only grows. A long-running database
+// with churn (a cache of keys with TTLs, say) reclaims them by building a
+// compacted copy of the tree in the background and switching to it:
+//
+//	src := t.Clone(); t.Track()          // under the writer's lock
+//	c := src.Compact(stop)                // no lock: writers go on
+//	c.Catch(t, t.Tracked()); t = c        // under the lock again
+//
+// Clones of the old tree keep the old arena alive until they are dropped.
+
+// Track starts recording the keys that Set and Delete change.
+func (t *Tree) Track() {
+	t.mutable()
+	t.tracked = make(map[string]struct{})
+}
+
+// Tracked stops recording and returns the keys changed since Track.
+func (t *Tree) Tracked() map[string]struct{} {
+	m := t.tracked
+	t.tracked = nil
+	return m
+}
+
+// Compact returns a writable copy of t whose arena holds t's keys and
+// nothing else; it shares t's file bases. t must not change meanwhile (use
+// a clone). It returns nil if stop reports true, which it asks now and then.
+func (t *Tree) Compact(stop func() bool) *Tree {
+	l := NewLoader()
+	l.t.bases = t.bases
+	it := t.Iter()
+	for ok := it.First(); ok; ok = it.Next() {
+		if l.count%(1<<16) == 0 && stop() {
+			return nil
+		}
+		l.Add(it.Key(), it.Entry())
+	}
+	return l.Finish()
+}
+
+// Catch brings the compacted copy t up to date with src for the given keys,
+// the ones src changed since the copy was taken.
+func (t *Tree) Catch(src *Tree, keys map[string]struct{}) {
+	for k := range keys {
+		key := []byte(k)
+		if e, ok := src.Get(key); ok {
+			t.Set(key, e)
+		} else {
+			t.Delete(key)
+		}
+	}
 }

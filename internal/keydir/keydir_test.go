@@ -351,3 +351,52 @@ func (t *Tree) checkNode(n *node) error {
 	}
 	return nil
 }
+
+// A compacted copy holds no dead arena bytes and, once caught up with the
+// changes made while it was built, equals the tree it was built from.
+func TestCompact(t *testing.T) {
+	r := rand.New(rand.NewPCG(seed(t), 0))
+	tr := newTestTree()
+	m := map[string]Entry{}
+	churn := func(steps int) {
+		for i := range steps {
+			k := fmt.Sprintf("%06d", r.IntN(5000))
+			if r.IntN(3) == 0 {
+				tr.Delete([]byte(k))
+				delete(m, k)
+			} else {
+				e := entryFor(r, i)
+				tr.Set([]byte(k), e)
+				m[k] = e
+			}
+		}
+	}
+	churn(30000)
+	if _, dead := tr.ArenaBytes(); dead == 0 {
+		t.Fatal("churn left no dead arena bytes")
+	}
+	src := tr.Clone()
+	srcModel := maps.Clone(m)
+	tr.Track()
+	c := src.Compact(func() bool { return false })
+	want := int64(0) // each key, and an expiry only where there is one
+	for k, e := range srcModel {
+		want += int64(len(k))
+		if e.Expiry != 0 {
+			want += 8
+		}
+	}
+	if live, dead := c.ArenaBytes(); live != want || dead != 0 {
+		t.Fatalf("compacted arena: %d live bytes, %d dead; want %d, 0", live, dead, want)
+	}
+	churn(3000) // writes while the copy is built
+	c.Catch(tr, tr.Tracked())
+	check(t, c, m, "compacted")
+	check(t, src, srcModel, "source clone")
+	if tr.Tracked() != nil {
+		t.Fatal("still tracking")
+	}
+	if c.Compact(func() bool { return true }) != nil {
+		t.Fatal("a stopped compaction returned a tree")
+	}
+}
