@@ -295,8 +295,8 @@ func (t *Tree) setSep(n *node, i int, ref uint64) {
 }
 
 // searchLeaf returns the index of the first item >= key and whether it is
-// equal. It searches by hints as if key started with the leaf's prefix, and
-// checks that it does on the one key it then reads from the arena.
+// equal. It searches by hints as if key started with the leaf's prefix;
+// unless it meets key itself, it then checks that on the key it stops at.
 func (t *Tree) searchLeaf(n *node, key []byte) (int, bool) {
 	if n.n == 0 {
 		return 0, false
@@ -315,7 +315,11 @@ func (t *Tree) searchLeaf(n *node, key []byte) (int, bool) {
 		if ih := it.hint(); ih != h {
 			less = ih < h
 		} else {
-			less = bytes.Compare(t.keyOf(it.kref)[p:], rest) < 0
+			c := bytes.Compare(t.keyOf(it.kref), key)
+			if c == 0 {
+				return m, true // the usual end of a hit: one key read
+			}
+			less = c < 0
 		}
 		if less {
 			lo = m + 1

@@ -60,6 +60,7 @@ type client struct {
 	blind    bool     // the current command may defer its commit (pipeline.go)
 	buffered int8     // commandBuffered's answer since the last read: 0 unknown, 1 yes, -1 no
 	pend     pendingRun
+	ended    time.Time // when the last command ended, if the next one runs right after it
 
 	imu      sync.Mutex
 	name     string
@@ -195,6 +196,7 @@ func (c *client) serve() {
 			return
 		}
 		if len(c.out) >= flushThreshold || !c.commandBuffered() {
+			c.ended = time.Time{} // the next command will not start now
 			if !c.flush() {
 				return
 			}
@@ -421,7 +423,13 @@ func (c *client) cleanup() {
 // process dispatches one command.
 func (c *client) process(args [][]byte) {
 	s := c.s
-	now := time.Now()
+	// In a pipeline, a command starts when the one before it ended: one
+	// clock read per command.
+	now := c.ended
+	if now.IsZero() {
+		now = time.Now()
+	}
+	c.ended = time.Time{}
 	c.lastSeen.Store(now.Unix())
 	if isSecurityAttack(args[0]) {
 		s.log.Warn("Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands to Redis. This is likely due to an attacker attempting to use Cross Protocol Scripting to compromise your Redis instance. Connection aborted.", "addr", c.addr)
@@ -528,7 +536,8 @@ func (c *client) call(cmd *command, args [][]byte, start time.Time) {
 		s.monitors.feed(c, args, start)
 	}
 	c.exec(cmd, args, start)
-	d := time.Since(start)
+	c.ended = time.Now()
+	d := c.ended.Sub(start)
 	us := d.Microseconds()
 	cmd.calls.Add(1)
 	cmd.usec.Add(us)
