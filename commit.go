@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -29,6 +31,7 @@ const (
 	opSetVSKey                    // set key, whose versionstamp placeholder is filled in, to value
 	opSetVSValue                  // set key to value, whose placeholder is filled in
 	opWriteConflict               // add [key, value) to the write conflict history
+	opAddInt                      // add delta to key's base-10 integer value; result out
 )
 
 // op is one mutation. Results (found) are written by the commit leader and
@@ -44,6 +47,8 @@ type op struct {
 	found   bool
 	view    *view    // opSeal: the state at the seal
 	atomic  atomicOp // opAtomic
+	delta   int64    // opAddInt
+	result  int64    // opAddInt: the new value
 }
 
 // commitReq is one commit: its ops become one batch with one version.
@@ -190,6 +195,9 @@ func (db *DB) WriteBatches(bs []*Batch) []error {
 	db.commitMany(opss, make([]*txnReq, len(opss)), vers, cerrs)
 	for j, i := range idx {
 		errs[i] = cerrs[j]
+		if cerrs[j] == nil {
+			bs[i].keepResults(opss[j])
+		}
 	}
 	return errs
 }
@@ -242,6 +250,8 @@ func (db *DB) runGroup(group []*commitReq) {
 		}
 		v := ver + 1
 		last := -1
+		bufMark, appMark := len(buf), len(applies)
+		var failed error // an operation that refused (AddInt): the request applies nothing
 		put := func(a apply, kind record.Kind, value []byte) {
 			last = len(buf)
 			a.rel = int64(len(buf))
@@ -253,9 +263,34 @@ func (db *DB) runGroup(group []*commitReq) {
 				overlay[string(a.key)] = len(applies) - 1
 			}
 		}
+	ops:
 		for i := range r.ops {
 			o := &r.ops[i]
 			switch o.kind {
+			case opAddInt:
+				e, live := lookup(o.key)
+				var cur, exp int64
+				var flags uint32
+				if live {
+					val, fl, err := db.valueFor(o.key, e, applies, buf)
+					if err != nil {
+						readErr = err
+						break
+					}
+					n, ok := parseDecimal(val)
+					if !ok {
+						failed = ErrNotInteger
+						break ops
+					}
+					cur, flags, exp = n, fl, e.Expiry
+				}
+				if (o.delta > 0 && cur > math.MaxInt64-o.delta) || (o.delta < 0 && cur < math.MinInt64-o.delta) {
+					failed = ErrOverflow
+					break ops
+				}
+				o.result = cur + o.delta
+				db.numBuf = strconv.AppendInt(db.numBuf[:0], o.result, 10)
+				put(apply{key: o.key, valLen: uint32(len(db.numBuf)), expiry: exp, flags: flags}, record.KindPut, db.numBuf)
 			case opSet:
 				put(apply{key: o.key, valLen: uint32(len(o.value)), expiry: o.expiry, flags: o.flags}, record.KindPut, o.value)
 			case opDelete:
@@ -301,11 +336,15 @@ func (db *DB) runGroup(group []*commitReq) {
 					cur, flags = val, fl
 				}
 				nv, del := applyAtomic(o.atomic, cur, live, o.value, db.opts.MaxValueSize)
+				var exp int64 // an expired key's expiry is not the new value's
+				if live {
+					exp = e.Expiry
+				}
 				switch {
 				case del && live:
 					put(apply{key: o.key, del: true}, record.KindDelete, nil)
 				case !del:
-					put(apply{key: o.key, valLen: uint32(len(nv)), expiry: e.Expiry, flags: flags}, record.KindPut, nv)
+					put(apply{key: o.key, valLen: uint32(len(nv)), expiry: exp, flags: flags}, record.KindPut, nv)
 				}
 			case opSetVSKey, opSetVSValue:
 				k, val := o.key, o.value
@@ -333,6 +372,14 @@ func (db *DB) runGroup(group []*commitReq) {
 					applies = append(applies, apply{key: o.key, del: true, rel: -1})
 				}
 			}
+		}
+		if failed != nil {
+			buf = buf[:bufMark]
+			undoOverlay(overlay, applies, appMark)
+			clear(applies[appMark:])
+			applies = applies[:appMark]
+			r.err = failed
+			continue
 		}
 		if last >= 0 {
 			record.SetCommit(buf[last:])
@@ -381,6 +428,36 @@ func (db *DB) runGroup(group []*commitReq) {
 			r.done <- err
 		}
 	}
+}
+
+// undoOverlay points the overlay entries of the keys changed by
+// applies[from:] back at their change before from, if any.
+func undoOverlay(overlay map[string]int, applies []apply, from int) {
+	if overlay == nil {
+		return
+	}
+	undone := map[string]bool{}
+	for _, a := range applies[from:] {
+		delete(overlay, string(a.key))
+		undone[string(a.key)] = true
+	}
+	for j := from - 1; j >= 0 && len(undone) > 0; j-- {
+		if k := string(applies[j].key); undone[k] {
+			overlay[k] = j
+			delete(undone, k)
+		}
+	}
+}
+
+// parseDecimal parses a base-10 signed 64-bit integer as Redis does: no
+// sign but a leading '-', no leading zeros, no spaces.
+func parseDecimal(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 || b[0] == '+' || (len(b) > 1 && b[0] == '0') ||
+		(len(b) > 2 && b[0] == '-' && b[1] == '0') || (len(b) == 2 && b[0] == '-' && b[1] == '0') {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil
 }
 
 // checksHold reports whether every opCheck of a commit holds.

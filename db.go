@@ -68,6 +68,7 @@ type DB struct {
 	activeBase uint64 // base version of the active file
 	wbuf       []byte
 	applies    []apply
+	numBuf     []byte   // scratch for AddInt's values
 	sealed     []uint32 // sealed files waiting for a hint file
 
 	obsMu        sync.Mutex

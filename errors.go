@@ -40,6 +40,11 @@ var (
 	// ErrTransactionDone means a transaction was used after it committed
 	// or was rolled back.
 	ErrTransactionDone = &Error{Code: 2017, Name: "used_during_commit", Msg: "transaction already committed or rolled back"}
+	// ErrNotInteger and ErrOverflow mean that Batch.AddInt found a value
+	// that is not a base-10 64-bit integer, or would overflow one. Nothing
+	// of the batch was applied.
+	ErrNotInteger = errors.New("caskade: value is not an integer")
+	ErrOverflow   = errors.New("caskade: increment would overflow")
 	// ErrInvalidRange means a range's end is before its begin.
 	ErrInvalidRange = &Error{Code: 2005, Name: "inverted_range", Msg: "range begin key larger than end key"}
 	// ErrWritesStopped means an earlier write or fsync failed in a way that

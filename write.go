@@ -224,6 +224,23 @@ func (b *Batch) Check(key []byte, version uint64) {
 	b.ops = append(b.ops, op{kind: opCheck, key: b.keep(key), version: version})
 }
 
+// AddInt adds an increment of key's value by delta, the value read as a
+// base-10 signed 64-bit integer, as Redis's INCRBY does: a key without a
+// value counts as 0 (and gets no expiry); a key with one keeps its expiry
+// and flags. The increment happens at commit, on the value then current,
+// so concurrent increments never conflict. If the value is not such an
+// integer, Write fails with ErrNotInteger, and if the sum overflows, with
+// ErrOverflow; either way nothing of the batch is applied. AddInt returns
+// the index to give Int for the new value after a successful Write.
+func (b *Batch) AddInt(key []byte, delta int64) int {
+	b.ops = append(b.ops, op{kind: opAddInt, key: b.keep(key), delta: delta})
+	return len(b.ops) - 1
+}
+
+// Int returns the value that the AddInt which returned i left, once the
+// batch has been written.
+func (b *Batch) Int(i int) int64 { return b.ops[i].result }
+
 // Len returns the number of operations (writes and checks) in the batch.
 func (b *Batch) Len() int { return len(b.ops) }
 
@@ -252,8 +269,19 @@ func (db *DB) Write(b *Batch) error {
 	if err != nil || len(ops) == 0 {
 		return err
 	}
-	_, err = db.commitChecked(ops)
+	if _, err = db.commitChecked(ops); err == nil {
+		b.keepResults(ops)
+	}
 	return err
+}
+
+// keepResults copies the results of a written copy of the batch's ops.
+func (b *Batch) keepResults(ops []op) {
+	for i := range ops {
+		if ops[i].kind == opAddInt {
+			b.ops[i].result = ops[i].result
+		}
+	}
 }
 
 // batchOps copies a batch's operations, making TTLs absolute.
