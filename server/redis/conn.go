@@ -24,8 +24,29 @@ import (
 // though more pipelined commands are waiting.
 const flushThreshold = 64 << 10
 
-// maxRetries bounds the retries of a command whose commit conflicted.
-const maxRetries = 100
+// A command (or EXEC) whose commit conflicts with another writer's runs
+// again. After contendedAfter attempts it takes the server's contention
+// lock, so that commands fighting over the same keys take turns rather
+// than starve one another, and it retries until it commits: Redis never
+// fails a command for contention. maxRetries only stops a runaway loop.
+const (
+	contendedAfter = 3
+	maxRetries     = 10000
+)
+
+// retry reports whether a command whose attempt (counted from 0) failed
+// with err should run again, taking the contention lock when its turn
+// comes; *locked tracks whether it holds it.
+func (c *client) retry(err error, attempt int, locked *bool) bool {
+	if !errors.Is(err, caskade.ErrConflict) || attempt >= maxRetries {
+		return false
+	}
+	if attempt+1 >= contendedAfter && !*locked {
+		c.s.contended.Lock()
+		*locked = true
+	}
+	return true
+}
 
 // client is one connection.
 type client struct {
@@ -54,11 +75,14 @@ type client struct {
 	multi    *multiState
 	tx       *txState // an open CSK.BEGIN transaction
 	watches  []watchRec
-	cur      *command // the command being executed
-	errored  bool     // the current command replied an error
-	closeNow bool     // close after writing the replies
-	blind    bool     // the current command may defer its commit (pipeline.go)
-	buffered int8     // commandBuffered's answer since the last read: 0 unknown, 1 yes, -1 no
+	cur      *command      // the command being executed
+	errored  bool          // the current command replied an error
+	closeNow bool          // close after writing the replies
+	blind    bool          // the current command may defer its commit (pipeline.go)
+	deferred bool          // the current command's commit is deferred
+	execing  bool          // EXEC is running its queued commands
+	sum      caskade.Batch // an increment's commit (strings.go)
+	buffered int8          // commandBuffered's answer since the last read: 0 unknown, 1 yes, -1 no
 	pend     pendingRun
 	ended    time.Time // when the last command ended, if the next one runs right after it
 
@@ -576,13 +600,16 @@ func (c *client) exec(cmd *command, args [][]byte, now time.Time) {
 		// conflict.
 		mark := len(c.out)
 		c.st.beginAt(c.s.DB, false, now)
+		c.deferred = true
 		cmd.fn(c, args)
+		c.deferred = false
 		c.deferCommit(cmd, mark)
 		c.st.end()
 		c.trk.afterCommand(cmd, false)
 		return
 	}
 	record := cmd.has(fWrite)
+	locked := false
 	for attempt := 0; ; attempt++ {
 		mark := len(c.out)
 		if attempt > 0 {
@@ -603,11 +630,14 @@ func (c *client) exec(cmd *command, args [][]byte, now time.Time) {
 			break
 		}
 		c.out = c.out[:mark]
-		if errors.Is(err, caskade.ErrConflict) && attempt < maxRetries {
+		if c.retry(err, attempt, &locked) {
 			continue
 		}
 		c.replyErr(engineError(err))
 		break
+	}
+	if locked {
+		c.s.contended.Unlock()
 	}
 	c.trk.afterCommand(cmd, c.multi != nil)
 }
@@ -677,6 +707,10 @@ func engineError(err error) string {
 		return "MISCONF " + msg
 	case errors.Is(err, caskade.ErrReadOnly):
 		return "READONLY You can't write against a read only database."
+	case errors.Is(err, caskade.ErrNotInteger):
+		return errNotInt
+	case errors.Is(err, caskade.ErrOverflow):
+		return errOverflow
 	}
 	return "ERR " + msg
 }

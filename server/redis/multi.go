@@ -156,6 +156,12 @@ func cmdExec(c *client, args [][]byte) {
 	}
 	exec := c.cur
 	db0 := c.db
+	locked := false
+	defer func() {
+		if locked {
+			c.s.contended.Unlock()
+		}
+	}()
 	for attempt := 0; ; attempt++ {
 		c.db = db0
 		mark := len(c.out)
@@ -177,9 +183,11 @@ func cmdExec(c *client, args [][]byte) {
 			st.check(w.key, w.ver)
 		}
 		c.replyArray(len(m.cmds))
+		c.execing = true
 		for _, q := range m.cmds {
 			c.runQueued(q)
 		}
+		c.execing = false
 		c.cur = exec
 		err = st.commit()
 		st.end()
@@ -193,7 +201,7 @@ func cmdExec(c *client, args [][]byte) {
 				c.out = resp.AppendNullArray(c.out, c.proto)
 				break
 			}
-			if attempt < maxRetries {
+			if c.retry(err, attempt, &locked) {
 				continue
 			}
 		}

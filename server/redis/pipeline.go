@@ -6,19 +6,22 @@ import (
 	"github.com/caskade/caskade"
 )
 
-// Deferred commits of pipelined blind writes.
+// Deferred commits of pipelined writes that read nothing.
 //
-// A blind write is a command whose reply does not depend on the database
-// and that reads nothing: plain SET (EX, PX, EXAT and PXAT only set an
-// absolute expiry), SETEX, PSETEX and MSET. When such a command runs
-// while more pipelined commands are already buffered, its writes are not
-// committed at once: they are kept in a batch of their own, and a run of
-// consecutive blind writes is committed with one DB.WriteBatches (one
-// write and, under SyncAlways, one fsync) when the run ends: before any
-// other command runs, when no complete command is buffered any more, at a
-// bound on the run's size, and in any case before replies are written.
-// Each command stays atomic on its own, and each gets the reply it would
-// have got alone: +OK, or the error of its own batch.
+// Two kinds of command write without reading: blind writes, whose reply
+// does not depend on the database (plain SET, where EX, PX, EXAT and PXAT
+// only set an absolute expiry; SETEX, PSETEX and MSET), and increments
+// (INCR, DECR, INCRBY, DECRBY), which the commit itself computes
+// (caskade.Batch.AddInt) and whose reply waits for it. When such a command
+// runs while more pipelined commands are already buffered, its writes are
+// not committed at once: they are kept in a batch of their own, and a run
+// of consecutive deferred commands is committed with one DB.WriteBatches
+// (one write and, under SyncAlways, one fsync) when the run ends: before
+// any other command runs, when no complete command is buffered any more,
+// at a bound on the run's size, and in any case before replies are
+// written. Each command stays atomic on its own, and each gets the reply
+// it would have got alone: +OK or the new value, or the error of its own
+// batch.
 //
 // Deferral is off while the connection is in MULTI, WATCHes keys, is in
 // a CSK.BEGIN transaction, tracks keys (CLIENT TRACKING) or is a MONITOR,
@@ -35,6 +38,7 @@ type deferred struct {
 	cmd        *command
 	start, end int // its reply, c.out[start:end]
 	batch      int // its batch in pendingRun.batches; -1: it wrote nothing
+	sum        int // an increment's AddInt index in its batch, whose result is the reply; -1: none
 }
 
 // pendingRun is a connection's run of deferred commits.
@@ -43,12 +47,13 @@ type pendingRun struct {
 	batches []*caskade.Batch // the first nb are in use; the rest are kept for reuse
 	nb      int
 	bytes   int
-	tail    []byte // scratch for rebuilding replies after a failure
+	sums    int    // deferred increments, whose replies are made after the commit
+	tail    []byte // scratch for rebuilding replies
 }
 
 // markBlind flags the commands whose commits may be deferred.
 func (t *commandTable) markBlind() {
-	for _, name := range []string{"set", "setex", "psetex", "mset"} {
+	for _, name := range []string{"set", "setex", "psetex", "mset", "incr", "decr", "incrby", "decrby"} {
 		t.m[name].blind = true
 	}
 }
@@ -74,7 +79,7 @@ func (c *client) deferrable(cmd *command, args [][]byte) bool {
 // the run if it has reached its bounds or no further command is buffered.
 func (c *client) deferCommit(cmd *command, mark int) {
 	p := &c.pend
-	d := deferred{cmd: cmd, start: mark, end: len(c.out), batch: -1}
+	d := deferred{cmd: cmd, start: mark, end: len(c.out), batch: -1, sum: -1}
 	if st := &c.st; len(st.ops) > 0 {
 		if p.nb == len(p.batches) {
 			p.batches = append(p.batches, new(caskade.Batch))
@@ -93,6 +98,9 @@ func (c *client) deferCommit(cmd *command, mark int) {
 				b.Delete(o.key)
 			case opDelRange:
 				b.DeleteRange(o.key, o.end)
+			case opAdd:
+				d.sum = b.AddInt(o.key, o.delta)
+				p.sums++
 			}
 			p.bytes += len(o.key) + len(o.val)
 		}
@@ -126,7 +134,7 @@ func (c *client) commitPending() bool {
 			break
 		}
 	}
-	if failed {
+	if failed || p.sums > 0 {
 		c.rebuildReplies(errs)
 	}
 	for i := range p.nb {
@@ -138,13 +146,14 @@ func (c *client) commitPending() bool {
 	}
 	clear(p.cmds)
 	p.cmds = p.cmds[:0]
-	p.nb, p.bytes = 0, 0
+	p.nb, p.bytes, p.sums = 0, 0, 0
 	return true
 }
 
 // rebuildReplies replaces the replies of the deferred commands whose
-// batch failed by their error replies, keeping every other reply (those
-// that succeeded, and those of commands refused in between) in order.
+// batch failed by their error replies and fills in the replies of
+// increments, keeping every other reply (those that succeeded, and those
+// of commands refused in between) in order.
 func (c *client) rebuildReplies(errs []error) {
 	p := &c.pend
 	base := p.cmds[0].start
@@ -159,6 +168,8 @@ func (c *client) rebuildReplies(errs []error) {
 		if d.batch >= 0 && errs[d.batch] != nil {
 			d.cmd.failed.Add(1)
 			c.replyErr(engineError(errs[d.batch]))
+		} else if d.sum >= 0 {
+			c.replyInt(p.batches[d.batch].Int(d.sum))
 		} else {
 			c.out = append(c.out, tail[s:e]...)
 		}

@@ -345,3 +345,86 @@ func TestEmptyCommandsAfterWrite(t *testing.T) {
 	c.do("SET c 3\r\n\r\n", "+OK\r\n")
 	c.do(cmd("GET", "c"), "$1\r\n3\r\n")
 }
+
+// TestPipelinedIncrements sends a pipeline of increments mixed with blind
+// writes, refusals and reads: every reply is the one the command would
+// get alone, an increment of a non-integer or an overflow fails alone, and
+// the pipeline shares its fsyncs.
+func TestPipelinedIncrements(t *testing.T) {
+	efs := errorfs.New(vfs.OS())
+	db, err := caskade.Open(t.TempDir(), &caskade.Options{FS: efs, Sync: caskade.SyncAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ts := startServerOn(t, db)
+	c := ts.dial()
+	c.do(cmd("SET", "t", "5", "EX", "100"), "+OK\r\n")
+	var req, want strings.Builder
+	step := func(command, reply string) {
+		req.WriteString(command)
+		want.WriteString(reply)
+	}
+	for i := range 40 {
+		step(cmd("INCR", "n"), fmt.Sprintf(":%d\r\n", i+1))
+	}
+	step(cmd("INCRBY", "n", "-50"), ":-10\r\n")
+	step(cmd("DECR", "n"), ":-11\r\n")
+	step(cmd("DECRBY", "n", "4"), ":-15\r\n")
+	step(cmd("SET", "s", "abc"), "+OK\r\n")
+	step(cmd("INCR", "s"), "-"+errNotInt+"\r\n")
+	step(cmd("INCRBY", "n", "x"), "-"+errNotInt+"\r\n")
+	step(cmd("SET", "big", "9223372036854775807"), "+OK\r\n")
+	step(cmd("INCR", "big"), "-"+errOverflow+"\r\n")
+	step(cmd("DECRBY", "n", "-9223372036854775808"), "-ERR decrement would overflow\r\n")
+	step(cmd("INCR", "t"), ":6\r\n")
+	step(cmd("INCR", "fresh"), ":1\r\n")
+	step(cmd("GET", "n"), "$3\r\n-15\r\n") // a read sees the increments
+	step(cmd("INCR", "n"), ":-14\r\n")
+	step(cmd("TTL", "t"), ":100\r\n") // INCR keeps the TTL
+	for range 20 {
+		step(cmd("INCR", "end"), "")
+	}
+	var tail strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&tail, ":%d\r\n", i+1)
+	}
+	want.WriteString(tail.String())
+	before := efs.Count(errorfs.OpSync)
+	c.do(req.String(), want.String())
+	if n := efs.Count(errorfs.OpSync) - before; n > 10 {
+		t.Errorf("a pipeline of 70 increments and writes cost %d fsyncs", n)
+	}
+	for k, want := range map[string]string{"n": "-14", "s": "abc", "big": "9223372036854775807", "t": "6", "end": "20"} {
+		if v, err := db.Get([]byte(k)); err != nil || string(v) != want {
+			t.Errorf("%s = %q, %v; want %q", k, v, err, want)
+		}
+	}
+
+	// Pipelines on many connections at once lose no increment.
+	const conns, each = 8, 100
+	done := make(chan struct{})
+	for range conns {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			cc := ts.dial()
+			var req strings.Builder
+			for range each {
+				req.WriteString(cmd("INCR", "shared"))
+			}
+			cc.send(req.String())
+			for range each {
+				line := cc.readLine()
+				if !strings.HasPrefix(line, ":") {
+					t.Errorf("INCR replied %q", line)
+				}
+			}
+		}()
+	}
+	for range conns {
+		<-done
+	}
+	if v, err := db.Get([]byte("shared")); err != nil || string(v) != fmt.Sprint(conns*each) {
+		t.Fatalf("shared = %q, %v; want %d", v, err, conns*each)
+	}
+}

@@ -42,6 +42,7 @@ const (
 	opSet = iota
 	opDel
 	opDelRange
+	opAdd // only in a deferred commit (pipeline.go), which reads nothing after it
 )
 
 // wop is one buffered write. Keys and values are encoded keys and are
@@ -52,6 +53,7 @@ type wop struct {
 	key, val []byte
 	end      []byte // opDelRange; nil: to the end of the key space
 	exp      int64  // Unix ms; 0: none
+	delta    int64  // opAdd
 }
 
 // readRec is the version a key had when a command or transaction read it
@@ -303,6 +305,12 @@ func (st *store) set(k, v []byte, exp int64) {
 
 func (st *store) del(k []byte) {
 	st.addOp(wop{kind: opDel, key: k})
+}
+
+// add buffers an increment of k's integer value by delta, made by the
+// commit (caskade.Batch.AddInt). Only deferred commits use it.
+func (st *store) add(k []byte, delta int64) {
+	st.addOp(wop{kind: opAdd, key: k, delta: delta})
 }
 
 func (st *store) delRange(begin, end []byte) {

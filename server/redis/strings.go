@@ -444,6 +444,24 @@ func cmdDecrby(c *client, args [][]byte) {
 
 func (c *client) incrDecr(key []byte, incr int64) {
 	k := c.k(key)
+	switch {
+	case c.deferred:
+		// A deferred commit (pipeline.go) makes the sum, and the reply.
+		c.st.add(k, incr)
+		return
+	case !c.execing && !c.trk.on:
+		// On its own, an increment is made by its commit, on the value
+		// then current (caskade.Batch.AddInt): it never conflicts.
+		b := &c.sum
+		b.Reset()
+		i := b.AddInt(k, incr)
+		if err := c.s.DB.Write(b); err != nil {
+			c.replyDBError(err)
+			return
+		}
+		c.replyInt(b.Int(i))
+		return
+	}
 	e, ok := c.load(k)
 	if !ok {
 		return
