@@ -245,10 +245,40 @@ func (t *Tree) refitLeaf(n *node) {
 	t.rehint(n)
 }
 
-func (t *Tree) rehint(n *node) {
-	for i := range n.n {
+func (t *Tree) rehint(n *node) { t.rehintRange(n, 0, n.n) }
+
+func (t *Tree) rehintRange(n *node, lo, hi int) {
+	for i := lo; i < hi; i++ {
 		it := &n.items[i]
 		it.setHint(hint24(t.keyOf(it.kref)[n.plen:]))
+	}
+}
+
+// lcpLeaf returns the length of the longest prefix common to the keys of
+// the leaf n: that of its first and last keys.
+func (t *Tree) lcpLeaf(n *node) int32 {
+	return int32(commonPrefix(t.keyOf(n.items[0].kref), t.keyOf(n.items[n.n-1].kref)))
+}
+
+// narrowLeaf refits the mutable leaf n if its keys share a longer prefix
+// than it records (after a split, its keys span a narrower range), so
+// that its hints look at the bytes that tell them apart.
+func (t *Tree) narrowLeaf(n *node) {
+	if p := t.lcpLeaf(n); p > n.plen {
+		n.plen = p
+		t.rehint(n)
+	}
+}
+
+// joinLeaf fixes the prefix and hints of the mutable leaf n after the
+// items [lo, hi) came to it from a leaf whose prefix length was from:
+// only those items need new hints, unless the prefix must shorten.
+func (t *Tree) joinLeaf(n *node, lo, hi int, from int32) {
+	if p := t.lcpLeaf(n); p < n.plen {
+		n.plen = p
+		t.rehint(n)
+	} else if from != n.plen {
+		t.rehintRange(n, lo, hi)
 	}
 }
 
@@ -484,9 +514,10 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 			right.items[j] = it
 			right.n++
 		}
-		// Each half may have a longer common prefix than the whole.
-		t.refitLeaf(n)
-		t.refitLeaf(right)
+		// Each half keeps a valid prefix, and may have a longer one.
+		right.plen = n.plen
+		t.narrowLeaf(n)
+		t.narrowLeaf(right)
 		return old, false, right, right.items[0].kref & refMask
 	}
 	ci := t.searchInner(n, key)
@@ -550,8 +581,7 @@ func (t *Tree) shiftToSibling(n *node, ci int) bool {
 		left.n += k
 		copy(child.items[:], child.items[k:child.n])
 		child.n -= k
-		t.refitLeaf(left)
-		t.refitLeaf(child)
+		t.joinLeaf(left, left.n-k, left.n, child.plen)
 		t.setSep(n, ci-1, child.items[0].kref)
 		return true
 	case ci+1 < n.n && n.kids[ci+1].n <= maxItems-room:
@@ -562,8 +592,7 @@ func (t *Tree) shiftToSibling(n *node, ci int) bool {
 		copy(right.items[:], child.items[child.n-k:child.n])
 		right.n += k
 		child.n -= k
-		t.refitLeaf(right)
-		t.refitLeaf(child)
+		t.joinLeaf(right, 0, k, child.plen)
 		t.setSep(n, ci, right.items[0].kref)
 		return true
 	}
@@ -633,7 +662,7 @@ func (t *Tree) merge(left, right *node, sep uint64) {
 	if left.leaf() {
 		copy(left.items[left.n:], right.items[:right.n])
 		left.n += right.n
-		t.refitLeaf(left)
+		t.joinLeaf(left, left.n-right.n, left.n, right.plen)
 		return
 	}
 	left.keys[left.n-1] = sep
