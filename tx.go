@@ -500,8 +500,9 @@ type TxIterator struct {
 	r        TxReader
 	opts     RangeOptions
 	lo, hi   []byte
-	cur      []byte
+	cur      []byte // the current key (our copy: the caller may change kv's)
 	kv       KeyValue
+	slab     []byte // room for the copies handed out, so that a pair costs no allocation
 	n        int
 	err      error
 	started  bool
@@ -551,15 +552,15 @@ func (it *TxIterator) Next() bool {
 		it.finish(false)
 		return false
 	}
-	it.cur = bytes.Clone(k)
-	it.kv = KeyValue{Key: it.cur}
+	it.cur = it.own(k)
+	it.kv = KeyValue{Key: it.own(k)}
 	if !it.opts.KeysOnly {
 		v, _, err := tx.value(k)
 		if err != nil {
 			it.err = err
 			return false
 		}
-		it.kv.Value = bytes.Clone(v)
+		it.kv.Value = it.own(v)
 	}
 	it.n++
 	return true
@@ -609,17 +610,32 @@ func (it *TxIterator) nextFast() (ok, done bool) {
 		}
 		return false, true
 	}
-	it.cur = bytes.Clone(it.fast.Key())
-	it.kv = KeyValue{Key: it.cur}
+	k := it.fast.Key()
+	it.cur = it.own(k)
+	it.kv = KeyValue{Key: it.own(k)}
 	if !it.opts.KeysOnly {
 		v := it.fast.Value()
 		if it.err = it.fast.Err(); it.err != nil {
 			return false, true
 		}
-		it.kv.Value = bytes.Clone(v)
+		it.kv.Value = it.own(v)
 	}
 	it.n++
 	return true, true
+}
+
+// own returns a copy of b that nothing else uses, carved from a slab
+// shared with other copies (a kept pair keeps its slab alive).
+func (it *TxIterator) own(b []byte) []byte {
+	if len(b) > cap(it.slab)-len(it.slab) {
+		if len(b) > 4<<10 {
+			return bytes.Clone(b)
+		}
+		it.slab = make([]byte, 0, 32<<10)
+	}
+	n := len(it.slab)
+	it.slab = append(it.slab, b...)
+	return it.slab[n:len(it.slab):len(it.slab)]
 }
 
 // finish adds the read conflict range for what the iterator covered.
