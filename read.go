@@ -57,7 +57,7 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 // read-modify-write.
 func (db *DB) Lookup(key []byte) ([]byte, KeyInfo, error) {
 	db.mu.RLock()
-	e, ok := db.tree.Get(key)
+	e, ok, verify := db.tree.Probe(key)
 	var f *segment.File
 	if ok {
 		f = db.fset.acquireFile(e.FileID)
@@ -75,7 +75,14 @@ func (db *DB) Lookup(key []byte) ([]byte, KeyInfo, error) {
 	if f == nil {
 		return nil, KeyInfo{}, db.fileGone(e.FileID)
 	}
-	v, flags, err := db.readFrom(f, key, e, nil)
+	var v []byte
+	var flags uint32
+	var err error
+	if verify {
+		v, flags, err = db.readCandidate(f, key, e)
+	} else {
+		v, flags, err = db.readFrom(f, key, e, nil)
+	}
 	if err != nil {
 		return nil, KeyInfo{}, err
 	}
@@ -135,6 +142,22 @@ func (db *DB) readFrom(f *segment.File, key []byte, e keydir.Entry, scratch *[]b
 	}
 	if err != nil {
 		return nil, 0, corruption(err)
+	}
+	return r.Value, r.Flags, nil
+}
+
+// readCandidate is readFrom for an entry that keydir.Probe could not tell
+// was key's: a record of another key means key is absent.
+func (db *DB) readCandidate(f *segment.File, key []byte, e keydir.Entry) ([]byte, uint32, error) {
+	r, err := f.ReadRecord(e.Offset, uint32(len(key)), e.ValLen, db.lim, nil)
+	switch {
+	case err != nil:
+		return nil, 0, corruption(err)
+	case !bytes.Equal(r.Key, key):
+		return nil, 0, ErrNotFound
+	case r.Version != e.Version:
+		return nil, 0, corruption(&segment.CorruptError{Path: f.Path, Offset: e.Offset,
+			Err: fmt.Errorf("%w: record does not match the key directory", record.ErrCorrupt)})
 	}
 	return r.Value, r.Flags, nil
 }

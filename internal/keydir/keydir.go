@@ -415,6 +415,53 @@ func (t *Tree) Get(key []byte) (Entry, bool) {
 	return t.entry(n.items[i]), true
 }
 
+// Probe is Get for a caller that reads the key's record anyway and can
+// compare the key stored there: it spares reading the key from the arena,
+// a likely cache miss. When verify is true, the entry is that of the one
+// key in the directory that can be key (it has key's length and hint), and
+// the caller must check that the record's key is key; if it is not, key
+// is absent.
+func (t *Tree) Probe(key []byte) (e Entry, ok, verify bool) {
+	n := t.root
+	if n == nil {
+		return Entry{}, false, false
+	}
+	for !n.leaf() {
+		n = n.kids[t.searchInner(n, key)]
+	}
+	var rest []byte
+	if p := int(n.plen); len(key) >= p {
+		rest = key[p:]
+	}
+	h := hint24(rest)
+	lo, hi := 0, n.n
+	for lo < hi { // the first item whose hint is >= h: hints never decrease
+		m := int(uint(lo+hi) >> 1)
+		if n.items[m].hint() < h {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == n.n || n.items[lo].hint() != h {
+		return Entry{}, false, false // key has no item's hint: it is absent
+	}
+	kl := int(n.items[lo].kref & longKey)
+	if (lo+1 < n.n && n.items[lo+1].hint() == h) || kl == longKey {
+		// Several keys share the hint, or the key's length is in the
+		// arena: compare keys.
+		i, ok := t.searchLeaf(n, key)
+		if !ok {
+			return Entry{}, false, false
+		}
+		return t.entry(n.items[i]), true, false
+	}
+	if kl != len(key) {
+		return Entry{}, false, false
+	}
+	return t.entry(n.items[lo]), true, true
+}
+
 func (t *Tree) newLeaf() *node {
 	return &node{gen: t.gen, items: new([maxItems]item)}
 }

@@ -128,6 +128,13 @@ func TestModel(t *testing.T) {
 			if ok != had || e != want {
 				t.Fatalf("step %d: Get %q = %v %+v", step, k, ok, e)
 			}
+			// Probe finds every key; for an absent key it may name a
+			// candidate, but only one to verify.
+			if pe, pok, verify := tr.Probe(k); had && (!pok || pe != want) {
+				t.Fatalf("step %d: Probe %q = %v %+v", step, k, pok, pe)
+			} else if !had && pok && !verify {
+				t.Fatalf("step %d: Probe of absent %q found %+v unverified", step, k, pe)
+			}
 			keys := slices.Sorted(maps.Keys(m))
 			i, _ := slices.BinarySearch(keys, string(k))
 			it := tr.Iter()
