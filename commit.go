@@ -400,6 +400,15 @@ func (db *DB) runGroup(group []*commitReq) {
 		db.applyGroup(applies, ver)
 		db.recordHistory(applies, wranges, ver)
 		db.notify(applies)
+		// Arm the watches of the group's transactions now, before any
+		// later commit can change their keys unseen.
+		for _, r := range group {
+			if r.err == nil && r.txn != nil {
+				for _, w := range r.txn.watches {
+					db.addWatch(w)
+				}
+			}
+		}
 		if serr := db.sealFor(group); serr != nil {
 			for _, r := range group {
 				if slices.ContainsFunc(r.ops, func(o op) bool { return o.kind == opSeal }) {

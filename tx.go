@@ -872,13 +872,13 @@ func (tx *Tx) Commit() error {
 		return ErrTransactionTooOld
 	}
 	if len(tx.ops) == 0 {
-		tx.armWatches(tx.v.version)
+		tx.armWatches()
 		return nil
 	}
 	if tx.db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	req := &txnReq{readVersion: tx.v.version, reads: tx.reads}
+	req := &txnReq{readVersion: tx.v.version, reads: tx.reads, watches: tx.watches}
 	v, err := tx.db.commit(tx.ops, req)
 	if err != nil {
 		tx.cancelWatches(err)
@@ -889,7 +889,7 @@ func (tx *Tx) Commit() error {
 		return err
 	}
 	tx.committed = v
-	tx.armWatches(v)
+	tx.watches = nil // the commit armed them
 	return nil
 }
 
@@ -983,6 +983,8 @@ type Watch struct {
 // commits; it fires after the next commit that changes key. If the
 // transaction fails, the watch reports the error.
 func (tx *Tx) Watch(key []byte) *Watch {
+	// Subscribe here, never in the commit leader, which arms watches.
+	tx.db.watchOnce.Do(func() { tx.db.Subscribe(tx.db.fireWatches) })
 	w := &Watch{db: tx.db, key: string(key), ch: make(chan struct{})}
 	tx.watches = append(tx.watches, w)
 	return w
@@ -1004,9 +1006,23 @@ func (w *Watch) C() <-chan struct{} { return w.ch }
 // Cancel stops the watch; Wait then returns ErrTransactionDone.
 func (w *Watch) Cancel() { w.db.fireWatch(w, ErrTransactionDone) }
 
-func (tx *Tx) armWatches(v uint64) {
+// armWatches arms the watches of a transaction that wrote nothing: each
+// fires at once if its key changed since the read version.
+func (tx *Tx) armWatches() {
+	db := tx.db
 	for _, w := range tx.watches {
-		tx.db.addWatch(w)
+		db.addWatch(w)
+		key := []byte(w.key)
+		was, had := tx.v.lookup(key)
+		db.mu.RLock()
+		now, has := db.tree.Get(key)
+		db.mu.RUnlock()
+		if has && now.Expired(db.nowMs()) {
+			has = false
+		}
+		if had != has || (has && now.Version != was.Version) {
+			db.fireWatch(w, nil)
+		}
 	}
 	tx.watches = nil
 }
@@ -1019,9 +1035,6 @@ func (tx *Tx) cancelWatches(err error) {
 }
 
 func (db *DB) addWatch(w *Watch) {
-	// Subscribe outside watchMu: notify holds the subscription lock while
-	// it takes watchMu.
-	db.watchOnce.Do(func() { db.Subscribe(db.fireWatches) })
 	db.watchMu.Lock()
 	defer db.watchMu.Unlock()
 	if w.done {

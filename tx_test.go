@@ -515,6 +515,61 @@ func TestWatch(t *testing.T) {
 	}
 }
 
+// A watch misses no change: a read-only transaction's watch fires at once
+// if its key changed after the read version, and a writing transaction's
+// watch is armed by the time Commit returns.
+func TestWatchNoGap(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	db.Set([]byte("k"), []byte("v1"))
+	tx, _ := db.Begin()
+	if _, err := tx.Get([]byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	w := tx.Watch([]byte("k"))
+	db.Set([]byte("k"), []byte("v2")) // after the read version, before the watch is armed
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.C():
+	default:
+		t.Fatal("a change since the read version did not fire the watch")
+	}
+	// Unchanged keys, present or absent, do not fire.
+	tx, _ = db.Begin()
+	w1, w2 := tx.Watch([]byte("k")), tx.Watch([]byte("absent"))
+	tx.Commit()
+	select {
+	case <-w1.C():
+		t.Fatal("watch of an unchanged key fired")
+	case <-w2.C():
+		t.Fatal("watch of an absent key fired")
+	default:
+	}
+
+	tx, _ = db.Begin()
+	tx.Set([]byte("k"), []byte("v3"))
+	w = tx.Watch([]byte("k"))
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	db.watchMu.Lock()
+	armed := slices.Contains(db.watches["k"], w)
+	db.watchMu.Unlock()
+	if !armed {
+		t.Fatal("the watch was not armed when Commit returned")
+	}
+	select {
+	case <-w.C():
+		t.Fatal("the watch fired for its own transaction's write")
+	default:
+	}
+	db.Set([]byte("k"), []byte("v4"))
+	if err := w.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The conflict history is kept only while a transaction may need it.
 func TestHistoryPruned(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)

@@ -34,6 +34,7 @@ type txnReq struct {
 	readVersion uint64
 	reads       []keyRange
 	writes      []keyRange // explicit write conflict ranges
+	watches     []*Watch   // armed by the commit leader right after the commit
 }
 
 // history remembers what commits changed that the key directory no longer
