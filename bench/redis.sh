@@ -6,12 +6,21 @@
 #
 #   bench/redis.sh            (as root: installs redis-server/redis-tools if missing)
 #   N=200000 bench/redis.sh   (requests per test; default 200000)
+#   PIN=1 bench/redis.sh      (each server on core 1 and redis-benchmark on
+#                              core 0: equal CPU for both servers, none
+#                              taken from the client; caskade then runs
+#                              with GOMAXPROCS=1, as redis-server's one
+#                              command thread)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 need redis-server redis-server
 need redis-benchmark redis-tools
 N=${N:-200000}
+srv=() cli=()
+if [ "${PIN:-0}" = 1 ]; then
+  srv=(taskset -c 1) cli=(taskset -c 0)
+fi
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -19,22 +28,22 @@ trap cleanup EXIT
 build_caskade "$work"
 
 bench() { # PORT PIPELINE -> "test<TAB>rps" lines
-  redis-benchmark -p "$1" -t set,get,incr,mset -c 50 -n "$N" -r 1000000 -P "$2" -q --csv |
+  "${cli[@]}" redis-benchmark -p "$1" -t set,get,incr,mset -c 50 -n "$N" -r 1000000 -P "$2" -q --csv |
     awk -F'","' 'NR > 1 { gsub(/"/, "", $1); gsub(/"/, "", $2); printf "%s\t%.0f\n", $1, $2 }'
 }
 
 echo "# redis-benchmark -t set,get,incr,mset -c 50 -n $N -r 1000000, caskade vs redis-server ($(redis-server --version | awk '{print $3}'))"
-echo "# $(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)${srv:+, servers pinned to core 1 and the client to core 0}"
 echo
 echo "| durability | pipeline | test | caskade req/s | redis req/s | ratio |"
 echo "| --- | --- | --- | --- | --- | --- |"
 for mode in everysec always; do
   cport=$(freeport)
-  "$work/caskade" serve --dir "$work/c-$mode" --sync "$mode" --redis-addr "127.0.0.1:$cport" \
+  "${srv[@]}" "$work/caskade" serve --dir "$work/c-$mode" --sync "$mode" --redis-addr "127.0.0.1:$cport" \
     --memcache-addr "" --http-addr "" 2>"$work/caskade-$mode.log" & pids+=($!)
   rport=$(freeport)
   mkdir -p "$work/r-$mode"
-  redis-server --port "$rport" --bind 127.0.0.1 --dir "$work/r-$mode" --save "" \
+  "${srv[@]}" redis-server --port "$rport" --bind 127.0.0.1 --dir "$work/r-$mode" --save "" \
     --appendonly yes --appendfsync "$mode" --daemonize no >"$work/redis-$mode.log" 2>&1 & pids+=($!)
   waitport "$cport"; waitport "$rport"
   for p in 1 16; do
