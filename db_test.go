@@ -723,3 +723,32 @@ func TestBatchExpireAndSnapshotLookup(t *testing.T) {
 	}
 	mustMiss(t, db, "missing")
 }
+
+// Reads of absent keys that share a present key's length and search hint
+// (the key directory then names the present key's record as a candidate)
+// report them absent, through DB, Snapshot and Tx.
+func TestGetAbsentCandidate(t *testing.T) {
+	db := openTest(t, "db", memOpts(vfs.NewMem()))
+	db.Set([]byte("only-key-1"), []byte("v"))
+	for i := 0; i < 2000; i += 2 {
+		db.Set(fmt.Appendf(nil, "k%05d", i), []byte("v"))
+	}
+	absent := []string{"only-key-2", "only-key-0", "k00001", "k01999", "k00777"}
+	snap := db.Snapshot()
+	defer snap.Close()
+	tx, _ := db.Begin()
+	defer tx.Rollback()
+	for _, k := range absent {
+		if _, err := db.Get([]byte(k)); !errors.Is(err, ErrNotFound) {
+			t.Errorf("DB.Get(%q): %v", k, err)
+		}
+		if _, err := snap.Get([]byte(k)); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Snapshot.Get(%q): %v", k, err)
+		}
+		if _, err := tx.Get([]byte(k)); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Tx.Get(%q): %v", k, err)
+		}
+	}
+	mustGet(t, db, "only-key-1", "v")
+	mustGet(t, db, "k01998", "v")
+}

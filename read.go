@@ -75,14 +75,7 @@ func (db *DB) Lookup(key []byte) ([]byte, KeyInfo, error) {
 	if f == nil {
 		return nil, KeyInfo{}, db.fileGone(e.FileID)
 	}
-	var v []byte
-	var flags uint32
-	var err error
-	if verify {
-		v, flags, err = db.readCandidate(f, key, e)
-	} else {
-		v, flags, err = db.readFrom(f, key, e, nil)
-	}
+	v, flags, err := db.readMaybe(f, key, e, verify)
 	if err != nil {
 		return nil, KeyInfo{}, err
 	}
@@ -128,6 +121,24 @@ func (db *DB) readValue(set *fileSet, key []byte, e keydir.Entry) ([]byte, uint3
 		return nil, 0, db.fileGone(e.FileID)
 	}
 	defer f.Release()
+	return db.readFrom(f, key, e, nil)
+}
+
+// readProbed is readValue for an entry found by keydir.Tree.Probe: with
+// verify, a record of another key means key is absent (ErrNotFound).
+func (db *DB) readProbed(set *fileSet, key []byte, e keydir.Entry, verify bool) ([]byte, uint32, error) {
+	f := set.acquireFile(e.FileID)
+	if f == nil {
+		return nil, 0, db.fileGone(e.FileID)
+	}
+	defer f.Release()
+	return db.readMaybe(f, key, e, verify)
+}
+
+func (db *DB) readMaybe(f *segment.File, key []byte, e keydir.Entry, verify bool) ([]byte, uint32, error) {
+	if verify {
+		return db.readCandidate(f, key, e)
+	}
 	return db.readFrom(f, key, e, nil)
 }
 

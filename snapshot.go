@@ -43,6 +43,16 @@ func (v *view) release() {
 	v.files.release()
 }
 
+// probe is lookup for a reader that then reads the value with readProbed
+// (see keydir.Tree.Probe).
+func (v *view) probe(key []byte) (e keydir.Entry, ok, verify bool) {
+	e, ok, verify = v.tree.Probe(key)
+	if !ok || e.Expired(v.nowMs) {
+		return keydir.Entry{}, false, false
+	}
+	return e, true, verify
+}
+
 func (v *view) lookup(key []byte) (keydir.Entry, bool) {
 	e, ok := v.tree.Get(key)
 	if !ok || e.Expired(v.nowMs) {
@@ -76,11 +86,11 @@ func (s *Snapshot) Get(key []byte) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	e, ok := s.v.lookup(key)
+	e, ok, verify := s.v.probe(key)
 	if !ok {
 		return nil, ErrNotFound
 	}
-	v, _, err := s.v.db.readValue(s.v.files, key, e)
+	v, _, err := s.v.db.readProbed(s.v.files, key, e, verify)
 	return v, err
 }
 
@@ -90,11 +100,11 @@ func (s *Snapshot) Lookup(key []byte) ([]byte, KeyInfo, error) {
 	if s.closed.Load() {
 		return nil, KeyInfo{}, ErrClosed
 	}
-	e, ok := s.v.lookup(key)
+	e, ok, verify := s.v.probe(key)
 	if !ok {
 		return nil, KeyInfo{}, ErrNotFound
 	}
-	v, flags, err := s.v.db.readValue(s.v.files, key, e)
+	v, flags, err := s.v.db.readProbed(s.v.files, key, e, verify)
 	if err != nil {
 		return nil, KeyInfo{}, err
 	}

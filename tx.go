@@ -250,11 +250,14 @@ func (tx *Tx) baseValue(key []byte) ([]byte, bool, error) {
 	if tx.cleared(key) {
 		return nil, false, nil
 	}
-	e, ok := tx.v.lookup(key)
+	e, ok, verify := tx.v.probe(key)
 	if !ok {
 		return nil, false, nil
 	}
-	v, _, err := tx.db.readValue(tx.v.files, key, e)
+	v, _, err := tx.db.readProbed(tx.v.files, key, e, verify)
+	if errors.Is(err, ErrNotFound) {
+		return nil, false, nil // the candidate was another key's
+	}
 	if err != nil {
 		return nil, false, err
 	}
