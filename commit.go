@@ -217,9 +217,15 @@ func (db *DB) runGroup(group []*commitReq) {
 	now := db.nowMs()
 	buf := db.wbuf[:0]
 	applies := db.applies[:0]
+	// The overlay lets an operation see the changes made before it in the
+	// group; a group of blind sets (a bulk load, say) needs none.
 	var overlay map[string]int // key -> index in applies of its newest change
-	if len(group) > 1 || len(group[0].ops) > 1 {
+	reads, size := groupNeeds(group)
+	if reads && (len(group) > 1 || len(group[0].ops) > 1) {
 		overlay = map[string]int{}
+	}
+	if size > cap(buf) {
+		buf = make([]byte, 0, size)
 	}
 	ver := db.lastVer
 	var wranges []histRange
@@ -437,6 +443,26 @@ func (db *DB) runGroup(group []*commitReq) {
 			r.done <- err
 		}
 	}
+}
+
+// groupNeeds reports whether any operation of a group reads the state that
+// earlier ones change, and the size of the records of its sets.
+func groupNeeds(group []*commitReq) (reads bool, size int) {
+	for _, r := range group {
+		if r.txn != nil {
+			reads = true
+		}
+		for i := range r.ops {
+			switch o := &r.ops[i]; o.kind {
+			case opSet:
+				size += record.EncodedSize(o.key, o.value)
+			case opSetVSKey, opSetVSValue, opWriteConflict, opSeal:
+			default:
+				reads = true
+			}
+		}
+	}
+	return reads, size
 }
 
 // undoOverlay points the overlay entries of the keys changed by

@@ -93,9 +93,14 @@ func (db *DB) Dump(ctx context.Context, w io.Writer) (DumpStats, error) {
 	return st, bw.Flush()
 }
 
+// DefaultLoadBatchBytes is Load's default batch size.
+const DefaultLoadBatchBytes = 1 << 20
+
 // LoadOptions configure Load.
 type LoadOptions struct {
-	// BatchBytes is the size of the batches Load commits (default 8 MiB).
+	// BatchBytes is the size of the batches Load commits (default
+	// DefaultLoadBatchBytes). Batches that fit in the CPU's caches load
+	// fastest; larger ones only make each atomic step bigger.
 	BatchBytes int
 	// Progress, if set, is called after each batch with the totals so far.
 	Progress func(DumpStats)
@@ -112,7 +117,7 @@ func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (DumpSta
 		o = *opts
 	}
 	if o.BatchBytes <= 0 {
-		o.BatchBytes = 8 << 20
+		o.BatchBytes = DefaultLoadBatchBytes
 	}
 	var st DumpStats
 	br := bufio.NewReaderSize(r, 1<<20)

@@ -492,7 +492,7 @@ stream stops the load with an error; the batches before the damage stay.
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log what happens (info level) to stderr")
 	cmd.Flags().StringVarP(&input, "input", "i", "", "read the dump from this file instead of standard input")
-	cmd.Flags().IntVar(&batch, "batch-bytes", 32<<20, "bytes of keys and values per atomic batch")
+	cmd.Flags().IntVar(&batch, "batch-bytes", caskade.DefaultLoadBatchBytes, "bytes of keys and values per atomic batch")
 	return cmd
 }
 
