@@ -630,6 +630,9 @@ func (it *TxIterator) nextFast() (ok, done bool) {
 // own returns a copy of b that nothing else uses, carved from a slab
 // shared with other copies (a kept pair keeps its slab alive).
 func (it *TxIterator) own(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte{} // never nil: a nil key means "no key yet"
+	}
 	if len(b) > cap(it.slab)-len(it.slab) {
 		if len(b) > 4<<10 {
 			return bytes.Clone(b)

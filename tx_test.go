@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -783,4 +784,39 @@ func TestTxSetEntry(t *testing.T) {
 	}
 	clk.Advance(time.Minute)
 	mustMiss(t, db, "k")
+}
+
+// The empty key is a key like any other in a range read, in both
+// directions, with and without the transaction's own writes.
+func TestTxRangeEmptyKey(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	for _, k := range []string{"", "a", "b"} {
+		db.Set([]byte(k), []byte("v"+k))
+	}
+	for _, end := range []string{"a", "c"} {
+		for _, writes := range []bool{false, true} {
+			for _, rev := range []bool{false, true} {
+				tx, _ := db.Begin()
+				if writes {
+					tx.Set([]byte("c"), []byte("vc"))
+				}
+				it := tx.RangeIterator(FirstGreaterOrEqual(nil), FirstGreaterOrEqual([]byte(end)), &RangeOptions{Reverse: rev})
+				var got []string
+				for it.Next() {
+					got = append(got, fmt.Sprintf("%q", it.KeyValue().Key))
+				}
+				if err := it.Err(); err != nil {
+					t.Fatal(err)
+				}
+				want := map[string]string{"a": `""`, "c": `"" "a" "b"`}[end]
+				if rev && end == "c" {
+					want = `"b" "a" ""`
+				}
+				if s := strings.Join(got, " "); s != want {
+					t.Errorf("to %q, writes %v, reverse %v: %s, want %s", end, writes, rev, s, want)
+				}
+				tx.Rollback()
+			}
+		}
+	}
 }
