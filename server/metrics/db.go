@@ -13,6 +13,7 @@ type dbCollector struct {
 	files, snapshots, version        *prometheus.Desc
 	writesStopped, recovery          *prometheus.Desc
 	mergeRunning, mergeDone, mergeOf *prometheus.Desc
+	keyBytes, keyDead, keyCompacts   *prometheus.Desc
 }
 
 func newDBCollector(db *caskade.DB) *dbCollector {
@@ -34,6 +35,9 @@ func newDBCollector(db *caskade.DB) *dbCollector {
 		mergeRunning:  d("merge_running", "1 while a merge runs, else 0."),
 		mergeDone:     d("merge_bytes_done", "Input bytes handled so far by the running merge."),
 		mergeOf:       d("merge_bytes_total", "Live input bytes of the running merge."),
+		keyBytes:      d("keydir_key_bytes", "Bytes of keys (and expiries) the key directory holds in memory for live keys."),
+		keyDead:       d("keydir_dead_bytes", "Bytes of keys left in memory by deletions and rewrites, until the directory is compacted."),
+		keyCompacts:   d("keydir_compactions_total", "Compactions of the key directory since open."),
 	}
 }
 
@@ -41,7 +45,7 @@ func newDBCollector(db *caskade.DB) *dbCollector {
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.keys, c.expiring, c.live, c.dead, c.disk,
 		c.files, c.snapshots, c.version, c.writesStopped, c.recovery,
-		c.mergeRunning, c.mergeDone, c.mergeOf} {
+		c.mergeRunning, c.mergeDone, c.mergeOf, c.keyBytes, c.keyDead, c.keyCompacts} {
 		ch <- d
 	}
 }
@@ -65,6 +69,9 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.mergeRunning, b2f(st.Merge.Running))
 	g(c.mergeDone, float64(st.Merge.BytesDone))
 	g(c.mergeOf, float64(st.Merge.BytesTotal))
+	g(c.keyBytes, float64(st.KeyBytes))
+	g(c.keyDead, float64(st.KeyDeadBytes))
+	ch <- prometheus.MustNewConstMetric(c.keyCompacts, prometheus.CounterValue, float64(st.KeyCompactions))
 }
 
 func b2f(b bool) float64 {

@@ -149,6 +149,9 @@ func TestDBCollectorAndHandler(t *testing.T) {
 		"caskade_merge_input_bytes_total 100\n",
 		"caskade_merge_duration_seconds_count 1\n",
 		"caskade_sync_errors_total 1\n",
+		"caskade_db_keydir_compactions_total 0\n",
+		"caskade_db_keydir_key_bytes ",
+		"caskade_db_keydir_dead_bytes ",
 		"go_goroutines ",
 		"process_open_fds ",
 	} {
