@@ -13,7 +13,9 @@ func (db *DB) hintWorker() {
 	for {
 		select {
 		case id := <-db.hints:
+			db.hintsWriting.Store(true)
 			db.writeHintIfLive(id)
+			db.hintsWriting.Store(false)
 		case <-db.stop:
 			// Finish what is queued: each hint spares a scan at next open.
 			for {

@@ -76,10 +76,11 @@ type DB struct {
 	observers    map[uint64]func([][]byte)
 	hasObservers atomic.Bool
 
-	dirty atomic.Bool // unsynced appends (SyncEverySec, SyncNone)
-	stop  chan struct{}
-	bg    sync.WaitGroup
-	hints chan uint32
+	dirty        atomic.Bool // unsynced appends (SyncEverySec, SyncNone)
+	stop         chan struct{}
+	bg           sync.WaitGroup
+	hints        chan uint32
+	hintsWriting atomic.Bool // the hint worker is writing one
 }
 
 type fileStat struct {

@@ -42,6 +42,9 @@ type Stats struct {
 	// which KeyCompactions counts.
 	KeyBytes, KeyDeadBytes int64
 	KeyCompactions         int
+	// HintsPending counts the sealed data files whose hint files are
+	// queued or being written; each holds memory while it is written.
+	HintsPending int
 }
 
 // Stats returns a summary of the database.
@@ -63,6 +66,10 @@ func (db *DB) Stats() Stats {
 	}
 	s.KeyBytes, s.KeyDeadBytes = db.tree.ArenaBytes()
 	s.KeyCompactions = db.keyCompacts
+	s.HintsPending = len(db.hints)
+	if db.hintsWriting.Load() {
+		s.HintsPending++
+	}
 	for id, f := range db.fset.files {
 		st := db.fstats[id]
 		fs := FileStats{ID: id, Size: f.Size(), Active: active != nil && active.ID == id}

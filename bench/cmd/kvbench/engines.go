@@ -143,6 +143,13 @@ var caskadeEngine = &engine{
 
 type caskadeStore struct{ db *caskade.DB }
 
+// busy reports hint files being written for freshly sealed data files, or
+// a merge: background work that holds memory and CPU.
+func (s *caskadeStore) busy() bool {
+	st := s.db.Stats()
+	return st.HintsPending > 0 || st.Merge.Running
+}
+
 func (s *caskadeStore) set(k, v []byte) error { return s.db.Set(k, v) }
 
 func (s *caskadeStore) get(k []byte) (int, error) {
