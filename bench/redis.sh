@@ -8,9 +8,7 @@
 #   N=200000 bench/redis.sh   (requests per test; default 200000)
 #   PIN=1 bench/redis.sh      (each server on core 1 and redis-benchmark on
 #                              core 0: equal CPU for both servers, none
-#                              taken from the client; caskade then runs
-#                              with GOMAXPROCS=1, as redis-server's one
-#                              command thread)
+#                              taken from the client)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
