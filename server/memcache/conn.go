@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -102,6 +103,7 @@ func (c *conn) serve() {
 			c.s.log.Error("memcache: panic serving connection", "remote", c.nc.RemoteAddr().String(), "panic", p)
 		}
 	}()
+	unflushed := 0 // commands run since replies were last written
 	for {
 		err := ss.step()
 		if ss.r.nread > 0 {
@@ -109,10 +111,19 @@ func (c *conn) serve() {
 			ss.r.nread = 0
 		}
 		if err == nil {
+			unflushed++
 			if ss.r.buffered() == 0 || len(ss.out) >= maxRetainedOutput {
 				if c.flush() != nil {
 					return
 				}
+				if unflushed == 1 {
+					// One command, likely one client waiting for its
+					// reply: let the other ready connections run first,
+					// so that this one's next read more often finds a
+					// command instead of waiting in the network poller.
+					runtime.Gosched()
+				}
+				unflushed = 0
 			}
 			continue
 		}

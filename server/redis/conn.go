@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -69,22 +70,23 @@ type client struct {
 
 	// Connection state, owned by the client goroutine; fields read by other
 	// goroutines (CLIENT LIST) are under imu.
-	proto    int
-	db       int
-	authed   bool
-	multi    *multiState
-	tx       *txState // an open CSK.BEGIN transaction
-	watches  []watchRec
-	cur      *command      // the command being executed
-	errored  bool          // the current command replied an error
-	closeNow bool          // close after writing the replies
-	blind    bool          // the current command may defer its commit (pipeline.go)
-	deferred bool          // the current command's commit is deferred
-	execing  bool          // EXEC is running its queued commands
-	sum      caskade.Batch // an increment's commit (strings.go)
-	buffered int8          // commandBuffered's answer since the last read: 0 unknown, 1 yes, -1 no
-	pend     pendingRun
-	ended    time.Time // when the last command ended, if the next one runs right after it
+	proto     int
+	db        int
+	authed    bool
+	multi     *multiState
+	tx        *txState // an open CSK.BEGIN transaction
+	watches   []watchRec
+	cur       *command      // the command being executed
+	errored   bool          // the current command replied an error
+	closeNow  bool          // close after writing the replies
+	blind     bool          // the current command may defer its commit (pipeline.go)
+	deferred  bool          // the current command's commit is deferred
+	execing   bool          // EXEC is running its queued commands
+	sum       caskade.Batch // an increment's commit (strings.go)
+	buffered  int8          // commandBuffered's answer since the last read: 0 unknown, 1 yes, -1 no
+	pend      pendingRun
+	ended     time.Time // when the last command ended, if the next one runs right after it
+	unflushed int       // commands run since replies were last written
 
 	imu      sync.Mutex
 	name     string
@@ -215,6 +217,7 @@ func (c *client) serve() {
 			c.pmu.Unlock()
 		}
 		c.process(args)
+		c.unflushed++
 		if c.closeNow {
 			c.flush()
 			return
@@ -224,6 +227,15 @@ func (c *client) serve() {
 			if !c.flush() {
 				return
 			}
+			if c.unflushed == 1 {
+				// A client that sent one command likely waits for the
+				// reply before it sends the next: let the other ready
+				// connections run first, so that this one's next read
+				// more often finds its command there instead of waiting
+				// in the network poller.
+				runtime.Gosched()
+			}
+			c.unflushed = 0
 		}
 	}
 }
