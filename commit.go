@@ -247,6 +247,16 @@ func (db *DB) runGroup(group []*commitReq) {
 		}
 		return e, ok
 	}
+	// current reads key's value, flags and expiry as the group sees it; a
+	// key without a value (or expired) has none of them.
+	current := func(key []byte) (val []byte, flags uint32, exp int64, live bool, err error) {
+		e, live := lookup(key)
+		if !live {
+			return nil, 0, 0, false, nil
+		}
+		val, flags, err = db.valueFor(key, e, applies, buf)
+		return val, flags, e.Expiry, err == nil, err
+	}
 	var readErr error
 	for _, r := range group {
 		r.err = nil
@@ -274,21 +284,18 @@ func (db *DB) runGroup(group []*commitReq) {
 			o := &r.ops[i]
 			switch o.kind {
 			case opAddInt:
-				e, live := lookup(o.key)
-				var cur, exp int64
-				var flags uint32
+				val, flags, exp, live, err := current(o.key)
+				if err != nil {
+					readErr = err
+					break
+				}
+				var cur int64
 				if live {
-					val, fl, err := db.valueFor(o.key, e, applies, buf)
-					if err != nil {
-						readErr = err
-						break
-					}
-					n, ok := parseDecimal(val)
-					if !ok {
+					var ok bool
+					if cur, ok = parseDecimal(val); !ok {
 						failed = ErrNotInteger
 						break ops
 					}
-					cur, flags, exp = n, fl, e.Expiry
 				}
 				if (o.delta > 0 && cur > math.MaxInt64-o.delta) || (o.delta < 0 && cur < math.MinInt64-o.delta) {
 					failed = ErrOverflow
@@ -330,22 +337,12 @@ func (db *DB) runGroup(group []*commitReq) {
 				}
 				put(apply{key: o.key, valLen: e.ValLen, expiry: o.expiry, flags: flags}, record.KindPut, val)
 			case opAtomic:
-				e, live := lookup(o.key)
-				var cur []byte
-				var flags uint32
-				if live {
-					val, fl, err := db.valueFor(o.key, e, applies, buf)
-					if err != nil {
-						readErr = err
-						break
-					}
-					cur, flags = val, fl
+				cur, flags, exp, live, err := current(o.key)
+				if err != nil {
+					readErr = err
+					break
 				}
 				nv, del := applyAtomic(o.atomic, cur, live, o.value, db.opts.MaxValueSize)
-				var exp int64 // an expired key's expiry is not the new value's
-				if live {
-					exp = e.Expiry
-				}
 				switch {
 				case del && live:
 					put(apply{key: o.key, del: true}, record.KindDelete, nil)

@@ -33,6 +33,19 @@ func startServerOn(t *testing.T, db *caskade.DB) *testServer {
 	return ts
 }
 
+// startSyncAlways starts a server over a SyncAlways database on a file
+// system that counts (and can fail) syncs.
+func startSyncAlways(t *testing.T) (*errorfs.FS, *caskade.DB, *testServer) {
+	t.Helper()
+	efs := errorfs.New(vfs.OS())
+	db, err := caskade.Open(t.TempDir(), &caskade.Options{FS: efs, Sync: caskade.SyncAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return efs, db, startServerOn(t, db)
+}
+
 // TestPipelinedBlindWrites sends one write holding a long pipeline of blind
 // writes (whose commits are deferred and shared) mixed with commands that
 // read them, refused commands and errors, and checks every reply in order
@@ -136,13 +149,7 @@ func TestPipelinedWritesInStates(t *testing.T) {
 // whose shared commit fails: each gets the error a single SET gets, and a
 // refused command in between keeps its own reply.
 func TestPipelinedWritesFail(t *testing.T) {
-	efs := errorfs.New(vfs.OS())
-	db, err := caskade.Open(t.TempDir(), &caskade.Options{FS: efs, Sync: caskade.SyncAlways})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ts := startServerOn(t, db)
+	efs, db, ts := startSyncAlways(t)
 	c := ts.dial()
 	c.do(cmd("SET", "ok", "1"), "+OK\r\n")
 	efs.Inject(errorfs.OpSync, syscall.ENOSPC)
@@ -220,13 +227,7 @@ func TestPipelinedWritesClosedDB(t *testing.T) {
 // TestPipelineSharesFsync checks that under SyncAlways a pipeline of 16
 // SETs costs about one fsync, not 16.
 func TestPipelineSharesFsync(t *testing.T) {
-	efs := errorfs.New(vfs.OS())
-	db, err := caskade.Open(t.TempDir(), &caskade.Options{FS: efs, Sync: caskade.SyncAlways})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ts := startServerOn(t, db)
+	efs, db, ts := startSyncAlways(t)
 	c := ts.dial()
 	c.do(cmd("PING"), "+PONG\r\n")
 
@@ -351,13 +352,7 @@ func TestEmptyCommandsAfterWrite(t *testing.T) {
 // get alone, an increment of a non-integer or an overflow fails alone, and
 // the pipeline shares its fsyncs.
 func TestPipelinedIncrements(t *testing.T) {
-	efs := errorfs.New(vfs.OS())
-	db, err := caskade.Open(t.TempDir(), &caskade.Options{FS: efs, Sync: caskade.SyncAlways})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ts := startServerOn(t, db)
+	efs, db, ts := startSyncAlways(t)
 	c := ts.dial()
 	c.do(cmd("SET", "t", "5", "EX", "100"), "+OK\r\n")
 	var req, want strings.Builder
