@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -142,6 +143,11 @@ func (db *DB) commitMany(opss [][]op, txns []*txnReq, vers []uint64, errs []erro
 		db.cmu.Lock()
 	}
 	db.leading = true
+	db.cmu.Unlock()
+	// Let writers that are ready to run (those the last group just
+	// released) queue first: the group grows at no cost to a lone writer.
+	runtime.Gosched()
+	db.cmu.Lock()
 	group := db.queue
 	db.queue = db.spare[:0]
 	db.cmu.Unlock()
