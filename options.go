@@ -15,9 +15,6 @@ type SyncPolicy int
 const (
 	// SyncAlways acknowledges a write only after it has been fsynced.
 	// Concurrent writers share one fsync (group commit). This is the default.
-	// Group commit needs GOMAXPROCS of at least 2 to group well, even on
-	// one CPU: with a single P, writers cannot queue while the leader
-	// waits in fsync (caskade serve raises it to 2 for that reason).
 	SyncAlways SyncPolicy = iota
 	// SyncEverySec fsyncs in the background every Options.SyncInterval
 	// (default one second): a crash can lose the writes of the last interval,

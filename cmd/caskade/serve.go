@@ -245,15 +245,6 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		return errors.New("nothing to serve: every listener address is empty")
 	}
 
-	if runtime.GOMAXPROCS(0) < 2 && os.Getenv("GOMAXPROCS") == "" {
-		// With one P, a commit leader waiting in fsync holds the only P
-		// until the runtime's monitor takes it back, which can take
-		// milliseconds: meanwhile no other connection runs to join the
-		// next group, and group commit degrades to one commit per fsync
-		// (redis-benchmark INCR -c 50 on one core: 6k req/s instead of
-		// 40k). A second P runs connections while the leader waits.
-		runtime.GOMAXPROCS(2)
-	}
 	db, err := caskade.Open(cfg.dir, &caskade.Options{Sync: policy, Logger: log})
 	if err != nil {
 		if errors.Is(err, caskade.ErrLocked) {
