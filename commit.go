@@ -143,11 +143,16 @@ func (db *DB) commitMany(opss [][]op, txns []*txnReq, vers []uint64, errs []erro
 		db.cmu.Lock()
 	}
 	db.leading = true
-	db.cmu.Unlock()
-	// Let writers that are ready to run (those the last group just
-	// released) queue first: the group grows at no cost to a lone writer.
-	runtime.Gosched()
-	db.cmu.Lock()
+	if db.opts.Sync == SyncAlways {
+		// Let writers that are ready to run (those the last group just
+		// released) queue first, so that they share this group's fsync:
+		// otherwise, with one P, they cannot run until the leader is in
+		// fsync, and every group holds one commit. Next to an fsync the
+		// yield costs nothing; without one it would slow a lone writer.
+		db.cmu.Unlock()
+		runtime.Gosched()
+		db.cmu.Lock()
+	}
 	group := db.queue
 	db.queue = db.spare[:0]
 	db.cmu.Unlock()
