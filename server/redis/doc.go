@@ -71,10 +71,14 @@
 //
 // Every command runs against the database with its writes buffered, and
 // commits them as one atomic batch conditional on every key it read being
-// unchanged (caskade.Batch.Check); on a conflict the command runs again.
-// So INCR, APPEND, SET NX/GET/KEEPTTL, MSETNX, RENAME and the rest are
-// atomic read-modify-writes even under concurrent clients and other
-// protocols. EXEC runs the queued commands against one snapshot, each
+// unchanged (caskade.Batch.Check); on a conflict the command runs again,
+// and after three conflicts it takes a server-wide lock so that commands
+// fighting over the same keys take turns: no command fails for
+// contention. So APPEND, SET NX/GET/KEEPTTL, MSETNX, RENAME and the rest
+// are atomic read-modify-writes even under concurrent clients and other
+// protocols. INCR, DECR, INCRBY and DECRBY outside MULTI are made by the
+// commit itself (caskade.Batch.AddInt) and never conflict; pipelined, they
+// share one commit with the blind writes around them. EXEC runs the queued commands against one snapshot, each
 // seeing the transaction's own earlier writes, and commits all their
 // writes as one batch, conditional on the WATCHed keys (at the version seen
 // by WATCH) and on every key the transaction read: a WATCHed key that
