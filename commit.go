@@ -70,9 +70,10 @@ var errLead = errors.New("caskade: lead the next group")
 // records are written.
 type apply struct {
 	key     []byte
-	del     bool  // remove the key (tombstone or forget)
-	rel     int64 // offset of the record from the start of the group's buffer; -1: no record
-	size    int64 // record size
+	del     bool   // remove the key (tombstone or forget)
+	rel     int64  // offset of the record from the start of the group's buffer; -1: no record
+	fid     uint32 // the data file the record went to (set by writeGroup)
+	size    int64  // record size
 	valLen  uint32
 	flags   uint32
 	version uint64
@@ -269,6 +270,7 @@ func (db *DB) runGroup(group []*commitReq) {
 		return val, flags, e.Expiry, err == nil, err
 	}
 	var readErr error
+	var ends []commitEnd // where each commit's records end in buf
 	for _, r := range group {
 		r.err = nil
 		if !db.checksHold(r.ops, lookup) || (r.txn != nil && db.txnConflict(r.txn, overlay, applies)) {
@@ -387,6 +389,9 @@ func (db *DB) runGroup(group []*commitReq) {
 				}
 			}
 		}
+		if failed == nil && len(buf)-bufMark > maxCommitBytes {
+			failed = fmt.Errorf("%w: %d bytes of records in one commit, limit %d", ErrBatchTooLarge, len(buf)-bufMark, maxCommitBytes)
+		}
 		if failed != nil {
 			buf = buf[:bufMark]
 			undoOverlay(overlay, applies, appMark)
@@ -399,6 +404,7 @@ func (db *DB) runGroup(group []*commitReq) {
 			record.SetCommit(buf[last:])
 			ver = v
 			r.version = v
+			ends = append(ends, commitEnd{len(buf), v})
 		}
 	}
 	db.mu.RUnlock()
@@ -407,7 +413,7 @@ func (db *DB) runGroup(group []*commitReq) {
 	if readErr != nil {
 		err = readErr
 	} else if len(buf) > 0 {
-		err = db.writeGroup(buf, applies, ver)
+		err = db.writeGroup(buf, applies, ends)
 	}
 	if err == nil {
 		db.lastVer = ver
@@ -560,31 +566,59 @@ func (db *DB) valueFor(key []byte, e keydir.Entry, applies []apply, buf []byte) 
 // writeGroup appends a group's records to the active data file (starting a
 // new one if needed) and syncs them under SyncAlways. It turns the applies'
 // relative offsets into file offsets.
-func (db *DB) writeGroup(buf []byte, applies []apply, lastVer uint64) error {
-	f, err := db.activeFor(int64(len(buf)), lastVer)
-	if err != nil {
-		return err
-	}
-	base, err := f.Append(buf)
-	if err != nil {
-		if errors.Is(err, syscall.ENOSPC) && !errors.Is(err, segment.ErrTruncateFailed) {
-			// Nothing was written and nothing acknowledged: refuse this
-			// write and take the next one once there is room again.
-			return fmt.Errorf("caskade: write %s: %w", f.Path, err)
+// maxCommitBytes bounds the records of one commit: they go into one data
+// file, whose offsets the key directory keeps in 32 bits.
+var maxCommitBytes = keydir.MaxOffset - record.FileHeaderSize // a variable for tests
+
+// commitEnd is where a commit's records end in a group's buffer, and its
+// version.
+type commitEnd struct {
+	off int
+	ver uint64
+}
+
+// writeGroup appends a group's records to the active data file (starting a
+// new one if needed) and syncs them under SyncAlways. It turns the applies'
+// relative offsets into file offsets. A group too large for one file's
+// offsets is split between files at commit boundaries (ends).
+func (db *DB) writeGroup(buf []byte, applies []apply, ends []commitEnd) error {
+	start, ai, ei := 0, 0, 0
+	for start < len(buf) {
+		// The longest run of whole commits that fits one file.
+		for ends[ei].off <= start {
+			ei++
 		}
-		return db.stopWrites(fmt.Errorf("write %s: %w", f.Path, err))
-	}
-	if db.opts.Sync == SyncAlways {
-		if err := f.Sync(); err != nil {
-			return db.stopWrites(fmt.Errorf("sync %s: %w", f.Path, err))
+		for ei+1 < len(ends) && ends[ei+1].off-start <= maxCommitBytes {
+			ei++
 		}
-	} else {
-		db.dirty.Store(true)
-	}
-	for i := range applies {
-		if applies[i].rel >= 0 {
-			applies[i].rel += base
+		end := ends[ei].off
+		f, err := db.activeFor(int64(end-start), ends[ei].ver)
+		if err != nil {
+			return err
 		}
+		base, err := f.Append(buf[start:end])
+		if err != nil {
+			if start == 0 && errors.Is(err, syscall.ENOSPC) && !errors.Is(err, segment.ErrTruncateFailed) {
+				// Nothing was written and nothing acknowledged: refuse this
+				// write and take the next one once there is room again.
+				return fmt.Errorf("caskade: write %s: %w", f.Path, err)
+			}
+			return db.stopWrites(fmt.Errorf("write %s: %w", f.Path, err))
+		}
+		if db.opts.Sync == SyncAlways {
+			if err := f.Sync(); err != nil {
+				return db.stopWrites(fmt.Errorf("sync %s: %w", f.Path, err))
+			}
+		} else {
+			db.dirty.Store(true)
+		}
+		for ; ai < len(applies) && applies[ai].rel < int64(end); ai++ {
+			if applies[ai].rel >= 0 {
+				applies[ai].rel += base - int64(start)
+			}
+			applies[ai].fid = f.ID
+		}
+		start = end
 	}
 	return nil
 }
@@ -650,14 +684,13 @@ func (db *DB) stopWrites(err error) error {
 
 // applyGroup makes a written group visible.
 func (db *DB) applyGroup(applies []apply, ver uint64) {
-	f := db.active.Load()
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	for _, a := range applies {
 		if a.rel >= 0 && a.del {
 			// The tombstone itself is dead weight until merge drops it.
-			db.fstats[f.ID].dead += a.size
-			db.fstats[f.ID].maxVer = max(db.fstats[f.ID].maxVer, a.version)
+			db.fstats[a.fid].dead += a.size
+			db.fstats[a.fid].maxVer = max(db.fstats[a.fid].maxVer, a.version)
 		}
 		var old keydir.Entry
 		var had bool
@@ -667,9 +700,9 @@ func (db *DB) applyGroup(applies []apply, ver uint64) {
 				delete(db.expiring, string(a.key))
 			}
 		} else {
-			e := keydir.Entry{FileID: f.ID, ValLen: a.valLen, Offset: a.rel, Version: a.version, Expiry: a.expiry}
+			e := keydir.Entry{FileID: a.fid, ValLen: a.valLen, Offset: a.rel, Version: a.version, Expiry: a.expiry}
 			old, had = db.tree.Set(a.key, e)
-			st := db.fstats[f.ID]
+			st := db.fstats[a.fid]
 			st.live += a.size
 			st.liveKeys++
 			st.maxVer = max(st.maxVer, a.version)
