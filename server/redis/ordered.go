@@ -849,25 +849,15 @@ func txDel(c *client, args [][]byte) {
 }
 
 func txIncrby(c *client, args [][]byte) {
-	n, ok := parseInt(args[2])
-	if !ok {
-		c.replyErr(errNotInt)
-		return
+	if n, ok := c.amount(args[2], false); ok {
+		c.txIncr(args[1], n)
 	}
-	c.txIncr(args[1], n)
 }
 
 func txDecrby(c *client, args [][]byte) {
-	n, ok := parseInt(args[2])
-	if !ok {
-		c.replyErr(errNotInt)
-		return
+	if n, ok := c.amount(args[2], true); ok {
+		c.txIncr(args[1], n)
 	}
-	if n == math.MinInt64 {
-		c.replyErr("ERR decrement would overflow")
-		return
-	}
-	c.txIncr(args[1], -n)
 }
 
 // txIncr is INCR and its variants in a transaction, with Redis's integer
@@ -884,11 +874,10 @@ func (c *client) txIncr(key []byte, incr int64) {
 			return
 		}
 	}
-	if (incr < 0 && v < 0 && incr < math.MinInt64-v) || (incr > 0 && v > 0 && incr > math.MaxInt64-v) {
+	if v, ok = addInt(v, incr); !ok {
 		c.replyErr(errOverflow)
 		return
 	}
-	v += incr
 	c.tx.tx.Set(c.k(key), strconv.AppendInt(nil, v, 10))
 	c.txWrote(key)
 	c.replyInt(v)

@@ -421,25 +421,40 @@ func cmdIncr(c *client, args [][]byte) { c.incrDecr(args[1], 1) }
 func cmdDecr(c *client, args [][]byte) { c.incrDecr(args[1], -1) }
 
 func cmdIncrby(c *client, args [][]byte) {
-	n, ok := parseInt(args[2])
-	if !ok {
-		c.replyErr(errNotInt)
-		return
+	if n, ok := c.amount(args[2], false); ok {
+		c.incrDecr(args[1], n)
 	}
-	c.incrDecr(args[1], n)
 }
 
 func cmdDecrby(c *client, args [][]byte) {
-	n, ok := parseInt(args[2])
-	if !ok {
+	if n, ok := c.amount(args[2], true); ok {
+		c.incrDecr(args[1], n)
+	}
+}
+
+// amount parses the argument of INCRBY (or, negated, of DECRBY), replying
+// Redis's error if it is not one.
+func (c *client) amount(arg []byte, negate bool) (int64, bool) {
+	n, ok := parseInt(arg)
+	switch {
+	case !ok:
 		c.replyErr(errNotInt)
-		return
-	}
-	if n == math.MinInt64 {
+		return 0, false
+	case negate && n == math.MinInt64:
 		c.replyErr("ERR decrement would overflow")
-		return
+		return 0, false
+	case negate:
+		n = -n
 	}
-	c.incrDecr(args[1], -n)
+	return n, true
+}
+
+// addInt returns v+incr, or false if that overflows int64.
+func addInt(v, incr int64) (int64, bool) {
+	if (incr < 0 && v < 0 && incr < math.MinInt64-v) || (incr > 0 && v > 0 && incr > math.MaxInt64-v) {
+		return 0, false
+	}
+	return v + incr, true
 }
 
 func (c *client) incrDecr(key []byte, incr int64) {
@@ -474,11 +489,10 @@ func (c *client) incrDecr(key []byte, incr int64) {
 			return
 		}
 	}
-	if (incr < 0 && v < 0 && incr < math.MinInt64-v) || (incr > 0 && v > 0 && incr > math.MaxInt64-v) {
+	if v, ok = addInt(v, incr); !ok {
 		c.replyErr(errOverflow)
 		return
 	}
-	v += incr
 	c.st.set(k, c.st.keepInt(v), e.exp)
 	c.replyInt(v)
 }
