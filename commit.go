@@ -270,7 +270,7 @@ func (db *DB) runGroup(group []*commitReq) {
 		return val, flags, e.Expiry, err == nil, err
 	}
 	var readErr error
-	var ends []commitEnd // where each commit's records end in buf
+	ends := db.ends[:0] // where each commit's records end in buf
 	for _, r := range group {
 		r.err = nil
 		if !db.checksHold(r.ops, lookup) || (r.txn != nil && db.txnConflict(r.txn, overlay, applies)) {
@@ -450,6 +450,7 @@ func (db *DB) runGroup(group []*commitReq) {
 		db.wbuf = nil
 	}
 	db.applies = applies[:0]
+	db.ends = ends[:0]
 	for _, r := range group {
 		if err == nil && r.err != nil {
 			r.done <- r.err

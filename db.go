@@ -68,8 +68,9 @@ type DB struct {
 	activeBase uint64 // base version of the active file
 	wbuf       []byte
 	applies    []apply
-	numBuf     []byte   // scratch for AddInt's values
-	sealed     []uint32 // sealed files waiting for a hint file
+	numBuf     []byte      // scratch for AddInt's values
+	ends       []commitEnd // reused by runGroup
+	sealed     []uint32    // sealed files waiting for a hint file
 
 	obsMu        sync.Mutex
 	obsSeq       uint64

@@ -136,39 +136,29 @@ func (db *DB) readProbed(set *fileSet, key []byte, e keydir.Entry, verify bool) 
 }
 
 func (db *DB) readMaybe(f *segment.File, key []byte, e keydir.Entry, verify bool) ([]byte, uint32, error) {
-	if verify {
-		return db.readCandidate(f, key, e)
-	}
-	return db.readFrom(f, key, e, nil)
+	return db.readChecked(f, key, e, nil, verify)
 }
 
 // readFrom reads the record e points to from f, on which the caller holds a
 // reference, checks it against the key directory, and returns its value and
 // flags.
 func (db *DB) readFrom(f *segment.File, key []byte, e keydir.Entry, scratch *[]byte) ([]byte, uint32, error) {
+	return db.readChecked(f, key, e, scratch, false)
+}
+
+// readChecked is readFrom; with candidate, e is an entry keydir.Probe could
+// not tell was key's, and a record of another key means key is absent.
+func (db *DB) readChecked(f *segment.File, key []byte, e keydir.Entry, scratch *[]byte, candidate bool) ([]byte, uint32, error) {
 	r, err := f.ReadRecord(e.Offset, uint32(len(key)), e.ValLen, db.lim, scratch)
+	if err == nil && !bytes.Equal(r.Key, key) && candidate {
+		return nil, 0, ErrNotFound
+	}
 	if err == nil && (!bytes.Equal(r.Key, key) || r.Version != e.Version) {
 		err = &segment.CorruptError{Path: f.Path, Offset: e.Offset,
 			Err: fmt.Errorf("%w: record does not match the key directory", record.ErrCorrupt)}
 	}
 	if err != nil {
 		return nil, 0, corruption(err)
-	}
-	return r.Value, r.Flags, nil
-}
-
-// readCandidate is readFrom for an entry that keydir.Probe could not tell
-// was key's: a record of another key means key is absent.
-func (db *DB) readCandidate(f *segment.File, key []byte, e keydir.Entry) ([]byte, uint32, error) {
-	r, err := f.ReadRecord(e.Offset, uint32(len(key)), e.ValLen, db.lim, nil)
-	switch {
-	case err != nil:
-		return nil, 0, corruption(err)
-	case !bytes.Equal(r.Key, key):
-		return nil, 0, ErrNotFound
-	case r.Version != e.Version:
-		return nil, 0, corruption(&segment.CorruptError{Path: f.Path, Offset: e.Offset,
-			Err: fmt.Errorf("%w: record does not match the key directory", record.ErrCorrupt)})
 	}
 	return r.Value, r.Flags, nil
 }
