@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -241,8 +242,10 @@ func TestGomemcacheModel(t *testing.T) {
 				}
 				break
 			}
-			var want uint64
-			if _, perr := fmt.Sscan(string(cur.v), &want); perr != nil || len(cur.v) == 0 || !isDigits(cur.v) {
+			// Decimal, as memcached reads it: "0490" is 490 (fmt.Sscan would
+			// take it for octal).
+			want, perr := strconv.ParseUint(string(cur.v), 10, 64)
+			if perr != nil || !isDigits(cur.v) {
 				if err == nil {
 					t.Fatalf("op %d incr of %q succeeded", i, cur.v)
 				}
