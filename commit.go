@@ -636,7 +636,7 @@ func (db *DB) activeFor(n int64, lastVer uint64) (*segment.File, error) {
 	if f != nil {
 		// Seal: make it durable whatever the policy, so that only the newest
 		// file can ever have a torn tail.
-		if err := f.Sync(); err != nil {
+		if err := f.Seal(); err != nil {
 			return nil, db.stopWrites(fmt.Errorf("sync %s: %w", f.Path, err))
 		}
 		select {
@@ -654,6 +654,7 @@ func (db *DB) activeFor(n int64, lastVer uint64) (*segment.File, error) {
 		return nil, fmt.Errorf("caskade: create data file: %w", err)
 	}
 	nf.MapFor(db.opts.MaxFileSize)
+	nf.MapAppends(db.opts.MaxFileSize)
 	// Versions of this file's entries are kept relative to its first one.
 	db.activeBase = db.lastVer + 1
 	db.mu.Lock()
@@ -827,7 +828,7 @@ func (db *DB) sealFor(group []*commitReq) error {
 		return nil
 	}
 	if f := db.active.Load(); f != nil {
-		if err := f.Sync(); err != nil {
+		if err := f.Seal(); err != nil {
 			return db.stopWrites(fmt.Errorf("sync %s: %w", f.Path, err))
 		}
 		db.mu.Lock()

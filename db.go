@@ -610,7 +610,7 @@ func (db *DB) Close() error {
 	defer db.mergeMu.Unlock()
 	var errs []error
 	if a := db.active.Load(); a != nil && werr == nil {
-		if err := a.Sync(); err != nil {
+		if err := a.Seal(); err != nil {
 			errs = append(errs, fmt.Errorf("caskade: sync %s: %w", a.Path, err))
 		} else {
 			db.writeHint(a.ID)

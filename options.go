@@ -20,7 +20,9 @@ const (
 	// (default one second): a crash can lose the writes of the last interval,
 	// but never part of a batch.
 	SyncEverySec
-	// SyncNone leaves flushing to the operating system.
+	// SyncNone leaves flushing to the operating system. As under every
+	// policy, a write is in the page cache when it is acknowledged, so only
+	// a crash of the machine, not of the process, can lose it.
 	SyncNone
 )
 

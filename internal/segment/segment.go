@@ -13,6 +13,7 @@ import (
 	"io"
 	iofs "io/fs"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -83,6 +84,8 @@ type File struct {
 	f      vfs.File
 	size   atomic.Int64 // end of the valid, written bytes
 	m      []byte       // read-only mapping, or nil
+	w      []byte       // writable mapping for appends (MapAppends), or nil
+	alloc  int64        // with w: the file's size, allocated ahead of size
 	refs   atomic.Int64
 	remove atomic.Bool // delete the file at gone when the last reference goes
 	gone   string
@@ -106,6 +109,85 @@ func (f *File) MapFor(length int64) {
 	if m, err := vfs.Map(f.f, int(length)); err == nil {
 		f.m = m
 	}
+}
+
+// appendChunk is how far ahead of its written bytes a file that takes
+// appends through a mapping is extended and allocated at a time.
+const appendChunk = 4 << 20
+
+// MapAppends makes later Appends that end within the first length bytes
+// store into a writable shared mapping instead of calling write, which
+// saves a system call per commit. The file is extended, with blocks
+// allocated, appendChunk bytes at a time, so a store never meets a full
+// disk; Seal cuts the allocated but unwritten tail. Until then, a crash
+// leaves zeros after the last record, which recovery cuts like a torn tail.
+// The bytes reach the page cache, and so survive the process, as soon as
+// Append returns; Sync makes them durable as it does for written bytes.
+// Where the file system cannot map or allocate, it does nothing.
+func (f *File) MapAppends(length int64) {
+	if f.w != nil || length <= 0 || int64(int(length)) != length {
+		return
+	}
+	if w, err := vfs.MapAppend(f.f, int(length)); err == nil {
+		f.w, f.alloc = w, f.size.Load()
+	}
+}
+
+// appendMapped stores b at off through the writable mapping, extending the
+// file first if needed. It reports false if the mapping cannot take b,
+// and then b must be written with WriteAt.
+func (f *File) appendMapped(b []byte, off int64) (bool, error) {
+	end := off + int64(len(b))
+	if f.w == nil || end > int64(len(f.w)) {
+		return false, nil
+	}
+	if end > f.alloc {
+		n := max(end, min(f.alloc+appendChunk, int64(len(f.w)))) - f.alloc
+		if err := vfs.Allocate(f.f, f.alloc, n); err != nil {
+			// No room, or no fallocate: write from here on, after cutting
+			// whatever the failed call may have extended.
+			f.dropAppendMapping()
+			if terr := f.f.Truncate(off); terr != nil {
+				return true, fmt.Errorf("%w: %w (truncate: %w)", ErrTruncateFailed, err, terr)
+			}
+			return false, nil
+		}
+		f.alloc += n
+	}
+	return true, f.store(b, off)
+}
+
+// store copies b into the writable mapping at off, turning a memory fault
+// (SIGBUS from an I/O error, or a file cut short behind our back) into an
+// error instead of a crash.
+func (f *File) store(b []byte, off int64) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("segment: store to the mapping of %s at offset %d failed (an I/O error, or the file was cut short): %v", f.Path, off, r)
+		}
+	}()
+	copy(f.w[off:], b)
+	return nil
+}
+
+func (f *File) dropAppendMapping() {
+	if f.w != nil {
+		vfs.Unmap(f.w)
+		f.w = nil
+	}
+}
+
+// Seal ends appends to the file: it cuts space allocated ahead of the
+// written bytes (see MapAppends) and syncs the file.
+func (f *File) Seal() error {
+	if f.w != nil {
+		if err := f.f.Truncate(f.size.Load()); err != nil {
+			return err
+		}
+		f.dropAppendMapping()
+	}
+	return f.f.Sync()
 }
 
 // Mapped returns the file's valid bytes through its read-only memory
@@ -138,6 +220,7 @@ func (f *File) Release() error {
 		return nil
 	}
 	var err error
+	f.dropAppendMapping()
 	if f.m != nil {
 		err = vfs.Unmap(f.m)
 		f.m = nil
@@ -275,6 +358,13 @@ func (f *File) Size() int64 { return f.size.Load() }
 // whether that worked (see ErrTruncateFailed).
 func (f *File) Append(b []byte) (int64, error) {
 	off := f.size.Load()
+	if ok, err := f.appendMapped(b, off); ok {
+		if err != nil {
+			return off, err
+		}
+		f.size.Store(off + int64(len(b)))
+		return off, nil
+	}
 	n, err := f.f.WriteAt(b, off)
 	if err == nil && n < len(b) {
 		err = io.ErrShortWrite

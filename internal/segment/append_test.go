@@ -1,0 +1,110 @@
+package segment
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/caskade/caskade/internal/record"
+	"github.com/caskade/caskade/vfs"
+)
+
+// mappedFile creates a data file that takes appends through a mapping of
+// length bytes, or skips where the platform cannot.
+func mappedFile(t *testing.T, length int64) *File {
+	t.Helper()
+	f, err := Create(vfs.OS(), t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	f.MapAppends(length)
+	if f.w == nil {
+		t.Skip("no writable mappings on this platform")
+	}
+	return f
+}
+
+// Appends through the mapping read back like written ones; the file is
+// allocated ahead of them, and Seal cuts it back to the records.
+func TestMappedAppends(t *testing.T) {
+	const length = 3*appendChunk + 100
+	f := mappedFile(t, length)
+	val := make([]byte, 1000)
+	var offs []int64
+	for i := 0; f.Size()+int64(record.EncodedSize([]byte("key"), val)) <= length; i++ {
+		val[0] = byte(i)
+		off, err := f.Append(record.AppendRecord(nil, record.KindPut, true, uint64(i+1), 0, 0, []byte("key"), val))
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs = append(offs, off)
+	}
+	st, err := os.Stat(f.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() <= f.Size()-appendChunk || st.Size() > length {
+		t.Fatalf("file size %d while %d bytes are written (mapping %d)", st.Size(), f.Size(), length)
+	}
+	if err := f.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(f.Path); err != nil || st.Size() != f.Size() {
+		t.Fatalf("sealed file is %d bytes, want %d (%v)", st.Size(), f.Size(), err)
+	}
+	for i, off := range offs {
+		r, err := f.ReadRecord(off, 3, 1000, record.Limits{}, nil)
+		if err != nil || r.Value[0] != byte(i) || r.Version != uint64(i+1) {
+			t.Fatalf("record %d at %d: %v", i, off, err)
+		}
+	}
+	b, err := ReadAll(vfs.OS(), f.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ScanData(b, f.Path, ScanStrict, record.Limits{})
+	if err != nil || len(res.Hints) != len(offs) {
+		t.Fatalf("scan of the sealed file: %d records, %v", len(res.Hints), err)
+	}
+}
+
+// A store the file system cannot take (here: the file was cut short behind
+// the writer's back) is an error, not a crash.
+func TestMappedAppendFault(t *testing.T) {
+	f := mappedFile(t, 1<<20)
+	rec := record.AppendRecord(nil, record.KindPut, true, 1, 0, 0, []byte("k"), []byte("v"))
+	if _, err := f.Append(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(f.Path, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.Append(rec)
+	if err == nil {
+		t.Fatal("append into a truncated mapping succeeded")
+	}
+	if errors.Is(err, ErrTruncateFailed) || !strings.Contains(err.Error(), "mapping") {
+		t.Fatalf("unexpected error kind: %v", err)
+	}
+}
+
+// A record longer than the mapping is written with WriteAt instead.
+func TestMappedAppendPastMapping(t *testing.T) {
+	f := mappedFile(t, 4096)
+	big := record.AppendRecord(nil, record.KindPut, true, 1, 0, 0, []byte("big"), make([]byte, 5000))
+	off, err := f.Append(big)
+	if err != nil || off+int64(len(big)) != f.Size() {
+		t.Fatalf("append past the mapping at %d: %v", off, err)
+	}
+	if _, err := f.ReadRecord(off, 3, 5000, record.Limits{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(f.Path); err != nil || st.Size() != f.Size() {
+		t.Fatalf("sealed file is %d bytes, want %d (%v)", st.Size(), f.Size(), err)
+	}
+}

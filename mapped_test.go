@@ -1,0 +1,83 @@
+package caskade
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/caskade/caskade/internal/segment"
+	"github.com/caskade/caskade/vfs"
+)
+
+// Appends to the active file go through a shared mapping where the OS
+// allows: a process that dies without closing leaves every acknowledged
+// write in the page cache, even under SyncNone, and the zeros allocated
+// after the last record are cut at the next open. Sealed and closed files
+// end exactly at their last record.
+func TestProcessCrashKeepsAcknowledgedWrites(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{Sync: SyncNone, MaxFileSize: 64 << 10, ExpiryPeriod: -1, MergeInterval: -1}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := bytes.Repeat([]byte("v"), 100)
+	const n = 2000 // about five files
+	for i := range n {
+		if err := db.Set(fmt.Appendf(nil, "key-%05d", i), val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The process dies: its files are what the page cache holds now.
+	crashed := t.TempDir()
+	names, err := vfs.OS().List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if _, kind := segment.Parse(name); kind != segment.KindData {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(crashed, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := openTest(t, crashed, opts)
+	for i := range n {
+		mustGet(t, after, fmt.Sprintf("key-%05d", i), string(val))
+	}
+	if torn := after.Stats().Recovery.TornBytes; runtime.GOOS == "linux" && torn == 0 {
+		t.Fatal("no allocated zeros after the last record: appends were not mapped")
+	}
+
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, _ = vfs.OS().List(dir)
+	files := 0
+	for _, name := range names {
+		if _, kind := segment.Parse(name); kind != segment.KindData {
+			continue
+		}
+		files++
+		path := filepath.Join(dir, name)
+		b, err := segment.ReadAll(vfs.OS(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := segment.ScanData(b, path, segment.ScanStrict, db.lim)
+		if err != nil || res.End != int64(len(b)) {
+			t.Fatalf("%s: records end at %d of %d bytes: %v", name, res.End, len(b), err)
+		}
+	}
+	if files < 3 {
+		t.Fatalf("%d data files; the test wants several sealed ones", files)
+	}
+}
