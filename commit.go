@@ -654,7 +654,11 @@ func (db *DB) activeFor(n int64, lastVer uint64) (*segment.File, error) {
 		return nil, fmt.Errorf("caskade: create data file: %w", err)
 	}
 	nf.MapFor(db.opts.MaxFileSize)
-	nf.MapAppends(db.opts.MaxFileSize)
+	if db.opts.Sync == SyncAlways {
+		nf.ZeroAhead(db.opts.MaxFileSize)
+	} else {
+		nf.MapAppends(db.opts.MaxFileSize)
+	}
 	// Versions of this file's entries are kept relative to its first one.
 	db.activeBase = db.lastVer + 1
 	db.mu.Lock()

@@ -121,3 +121,10 @@ func syncDir(dir string) error {
 func (osFS) Lock(name string) (io.Closer, error) { return lockFile(name) }
 
 func (osFS) Link(oldname, newname string) error { return os.Link(oldname, newname) }
+
+// Native reports whether f is a file of the operating system's file system
+// (opened through OS), for optimisations that only pay on a real disk.
+func Native(f File) bool {
+	_, ok := f.(*os.File)
+	return ok
+}

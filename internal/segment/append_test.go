@@ -108,3 +108,68 @@ func TestMappedAppendPastMapping(t *testing.T) {
 		t.Fatalf("sealed file is %d bytes, want %d (%v)", st.Size(), f.Size(), err)
 	}
 }
+
+// With ZeroAhead, appends land on zeros written ahead of them and never
+// under them: every record survives, across several chunks, and Seal cuts
+// the zeros.
+func TestZeroAhead(t *testing.T) {
+	f, err := Create(vfs.OS(), t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const limit = 5*zeroChunk + 123
+	f.ZeroAhead(limit)
+	if f.z == nil {
+		t.Fatal("no zeroer for an OS file")
+	}
+	for more := true; more; {
+		if more, err = f.z.fill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := os.Stat(f.Path); err != nil || st.Size() < 2*zeroChunk {
+		t.Fatalf("file is %d bytes before any append; want two chunks of zeros (%v)", st.Size(), err)
+	}
+	val := make([]byte, 3000)
+	n := 0
+	for ; f.Size()+int64(record.EncodedSize([]byte("key"), val)) <= limit+10000; n++ {
+		val[0], val[len(val)-1] = byte(n), byte(n>>8)
+		if _, err := f.Append(record.AppendRecord(nil, record.KindPut, true, uint64(n+1), 0, 0, []byte("key"), val)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(f.Path); err != nil || st.Size() != f.Size() {
+		t.Fatalf("sealed file is %d bytes, want %d (%v)", st.Size(), f.Size(), err)
+	}
+	b, err := ReadAll(vfs.OS(), f.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ScanData(b, f.Path, ScanStrict, record.Limits{})
+	if err != nil || len(res.Hints) != n {
+		t.Fatalf("scan of the sealed file: %d of %d records, %v", len(res.Hints), n, err)
+	}
+	for i, h := range res.Hints {
+		r, err := f.ReadRecord(h.Offset, 3, 3000, record.Limits{}, nil)
+		if err != nil || r.Value[0] != byte(i) || r.Value[len(r.Value)-1] != byte(i>>8) {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+}
+
+// Files of other file systems get no zeroer.
+func TestZeroAheadOSOnly(t *testing.T) {
+	f, err := Create(vfs.NewMem(), "/", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.ZeroAhead(1 << 20)
+	if f.z != nil {
+		t.Fatal("zeroer on a memory file")
+	}
+}

@@ -86,6 +86,7 @@ type File struct {
 	m      []byte       // read-only mapping, or nil
 	w      []byte       // writable mapping for appends (MapAppends), or nil
 	alloc  int64        // with w: the file's size, allocated ahead of size
+	z      *zeroer      // zero-fills ahead of appends (ZeroAhead), or nil
 	refs   atomic.Int64
 	remove atomic.Bool // delete the file at gone when the last reference goes
 	gone   string
@@ -178,9 +179,17 @@ func (f *File) dropAppendMapping() {
 	}
 }
 
-// Seal ends appends to the file: it cuts space allocated ahead of the
-// written bytes (see MapAppends) and syncs the file.
+// Seal ends appends to the file: it cuts space allocated or zero-filled
+// ahead of the written bytes (see MapAppends and ZeroAhead) and syncs the
+// file.
 func (f *File) Seal() error {
+	if f.z != nil {
+		f.z.halt()
+		f.z = nil
+		if err := f.f.Truncate(f.size.Load()); err != nil {
+			return err
+		}
+	}
 	if f.w != nil {
 		if err := f.f.Truncate(f.size.Load()); err != nil {
 			return err
@@ -220,6 +229,10 @@ func (f *File) Release() error {
 		return nil
 	}
 	var err error
+	if f.z != nil {
+		f.z.halt()
+		f.z = nil
+	}
 	f.dropAppendMapping()
 	if f.m != nil {
 		err = vfs.Unmap(f.m)
@@ -365,6 +378,14 @@ func (f *File) Append(b []byte) (int64, error) {
 		f.size.Store(off + int64(len(b)))
 		return off, nil
 	}
+	end := off + int64(len(b))
+	z := f.z
+	if z != nil && end > z.end.Load() {
+		// Past the zero-filled bytes: keep the zeroer out while this
+		// write extends the file.
+		z.mu.Lock()
+		defer z.mu.Unlock()
+	}
 	n, err := f.f.WriteAt(b, off)
 	if err == nil && n < len(b) {
 		err = io.ErrShortWrite
@@ -375,7 +396,10 @@ func (f *File) Append(b []byte) (int64, error) {
 		}
 		return off, err
 	}
-	f.size.Store(off + int64(len(b)))
+	f.size.Store(end)
+	if z != nil {
+		z.advance(end)
+	}
 	return off, nil
 }
 
