@@ -407,3 +407,22 @@ func TestCompact(t *testing.T) {
 		t.Fatal("a stopped compaction returned a tree")
 	}
 }
+
+// BenchmarkProbeRandom is BenchmarkGetRandom through Probe, the path of
+// the engine's point reads, which reads no key from the arena when the
+// key's hint is unique in its leaf.
+func BenchmarkProbeRandom(b *testing.B) {
+	keys := benchKeys(1 << 21)
+	tr := New()
+	tr.SetFileBase(1, 0)
+	for i, k := range keys {
+		tr.Set(k, Entry{FileID: 1, Version: uint64(i)})
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, ok, _ := tr.Probe(keys[r.IntN(len(keys))]); !ok {
+			b.Fatal("missing")
+		}
+	}
+}
