@@ -226,6 +226,8 @@ func (db *DB) runGroup(group []*commitReq) {
 		}
 		return
 	}
+	db.groups.Add(1)
+	db.commits.Add(uint64(len(group)))
 	now := db.nowMs()
 	buf := db.wbuf[:0]
 	applies := db.applies[:0]

@@ -528,6 +528,7 @@ func TestWriteBatchesShareFsync(t *testing.T) {
 	defer db.Close()
 	db.Set([]byte("x"), []byte("0"))
 	before := efs.Count(errorfs.OpSync)
+	st := db.Stats()
 	var bs []*Batch
 	for i := range 16 {
 		b := &Batch{}
@@ -545,6 +546,10 @@ func TestWriteBatchesShareFsync(t *testing.T) {
 	}
 	if n := efs.Count(errorfs.OpSync) - before; n != 1 {
 		t.Fatalf("%d fsyncs for one call of 16 batches", n)
+	}
+	if after := db.Stats(); after.Groups != st.Groups+1 || after.Commits != st.Commits+16 {
+		t.Fatalf("groups %d -> %d, commits %d -> %d; want one group of 16",
+			st.Groups, after.Groups, st.Commits, after.Commits)
 	}
 	mustMiss(t, db, "k05")
 	mustGet(t, db, "k15", "v")

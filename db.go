@@ -77,7 +77,9 @@ type DB struct {
 	observers    map[uint64]func([][]byte)
 	hasObservers atomic.Bool
 
-	dirty        atomic.Bool // unsynced appends (SyncEverySec, SyncNone)
+	dirty        atomic.Bool   // unsynced appends (SyncEverySec, SyncNone)
+	groups       atomic.Uint64 // group commits (Stats.Groups)
+	commits      atomic.Uint64 // commits in them (Stats.Commits)
 	stop         chan struct{}
 	bg           sync.WaitGroup
 	hints        chan uint32

@@ -45,6 +45,11 @@ type Stats struct {
 	// HintsPending counts the sealed data files whose hint files are
 	// queued or being written; each holds memory while it is written.
 	HintsPending int
+	// Commits counts the commits (writes, batches, transactions) since
+	// Open, and Groups the group commits that wrote them: one write, and
+	// under SyncAlways one fsync, each. Commits/Groups is the average
+	// group size.
+	Commits, Groups uint64
 }
 
 // Stats returns a summary of the database.
@@ -56,6 +61,8 @@ func (db *DB) Stats() Stats {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	s := Stats{
+		Commits:       db.commits.Load(),
+		Groups:        db.groups.Load(),
 		Keys:          db.tree.Len(),
 		ExpiringKeys:  len(db.expiring),
 		Version:       db.version,

@@ -14,6 +14,7 @@ type dbCollector struct {
 	writesStopped, recovery          *prometheus.Desc
 	mergeRunning, mergeDone, mergeOf *prometheus.Desc
 	keyBytes, keyDead, keyCompacts   *prometheus.Desc
+	commits, groups                  *prometheus.Desc
 }
 
 func newDBCollector(db *caskade.DB) *dbCollector {
@@ -38,6 +39,8 @@ func newDBCollector(db *caskade.DB) *dbCollector {
 		keyBytes:      d("keydir_key_bytes", "Bytes of keys (and expiries) the key directory holds in memory for live keys."),
 		keyDead:       d("keydir_dead_bytes", "Bytes of keys left in memory by deletions and rewrites, until the directory is compacted."),
 		keyCompacts:   d("keydir_compactions_total", "Compactions of the key directory since open."),
+		commits:       d("commits_total", "Commits (writes, batches, transactions) since open."),
+		groups:        d("commit_groups_total", "Group commits since open: one write, and under sync always one fsync, each; commits_total / commit_groups_total is the average group size."),
 	}
 }
 
@@ -45,7 +48,8 @@ func newDBCollector(db *caskade.DB) *dbCollector {
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.keys, c.expiring, c.live, c.dead, c.disk,
 		c.files, c.snapshots, c.version, c.writesStopped, c.recovery,
-		c.mergeRunning, c.mergeDone, c.mergeOf, c.keyBytes, c.keyDead, c.keyCompacts} {
+		c.mergeRunning, c.mergeDone, c.mergeOf, c.keyBytes, c.keyDead, c.keyCompacts,
+		c.commits, c.groups} {
 		ch <- d
 	}
 }
@@ -72,6 +76,8 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.keyBytes, float64(st.KeyBytes))
 	g(c.keyDead, float64(st.KeyDeadBytes))
 	ch <- prometheus.MustNewConstMetric(c.keyCompacts, prometheus.CounterValue, float64(st.KeyCompactions))
+	ch <- prometheus.MustNewConstMetric(c.commits, prometheus.CounterValue, float64(st.Commits))
+	ch <- prometheus.MustNewConstMetric(c.groups, prometheus.CounterValue, float64(st.Groups))
 }
 
 func b2f(b bool) float64 {

@@ -150,6 +150,8 @@ func TestDBCollectorAndHandler(t *testing.T) {
 		"caskade_merge_duration_seconds_count 1\n",
 		"caskade_sync_errors_total 1\n",
 		"caskade_db_keydir_compactions_total 0\n",
+		"caskade_db_commits_total 5\n", // one apiece: nothing ran concurrently
+		"caskade_db_commit_groups_total 5\n",
 		"caskade_db_keydir_key_bytes ",
 		"caskade_db_keydir_dead_bytes ",
 		"go_goroutines ",
