@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/caskade/caskade/internal/keydir"
+	"github.com/caskade/caskade/internal/segment"
 )
 
 // IterOptions bound an iterator to [LowerBound, UpperBound). A nil bound is
@@ -23,19 +24,26 @@ type IterOptions struct {
 // Value return slices owned by the iterator, valid until it moves. It is not
 // safe for concurrent use. Close it when done.
 type Iterator struct {
-	v         *view
-	it        *keydir.Iter
-	lo, hi    []byte
-	valid     bool
-	key       []byte
-	entry     keydir.Entry
-	val       []byte
-	buf       []byte // reused for values
-	flags     uint32
-	valLoaded bool
-	err       error
-	closed    bool
-	ownsView  bool
+	v      *view
+	it     *keydir.Iter
+	lo, hi []byte
+	valid  bool
+	key    []byte
+	entry  keydir.Entry
+	val    []byte
+	buf    []byte        // reused for values
+	file   *segment.File // the file of the last value read
+	// wantValues is set once Value is called: the iterator then touches
+	// records ahead of it (readAhead); ahead counts those left.
+	wantValues bool
+	ahead      int
+	touched    byte // sum of the bytes touched, so that the loads stay
+	back       bool // the last move was backwards
+	flags      uint32
+	valLoaded  bool
+	err        error
+	closed     bool
+	ownsView   bool
 }
 
 func newIterator(v *view, opts *IterOptions) *Iterator {
@@ -72,8 +80,11 @@ func (i *Iterator) settle(ok, forward bool) bool {
 		}
 		e := i.it.Entry()
 		if !e.Expired(i.v.nowMs) {
-			i.valid, i.entry = true, e
+			i.valid, i.entry, i.back = true, e, !forward
 			i.key = append(i.key[:0], k...)
+			if i.wantValues {
+				i.readAhead(!forward)
+			}
 			return true
 		}
 		if forward {
@@ -83,6 +94,42 @@ func (i *Iterator) settle(ok, forward bool) bool {
 		}
 	}
 	return false
+}
+
+// readAheadBatch is how many records an iterator that reads values touches
+// at a time ahead of its position.
+const readAheadBatch = 8
+
+// readAhead touches the records of the next few keys in the current leaf
+// once those touched before are used up. Their values are wherever they
+// were written, so a range read meets a cache (and TLB) miss at nearly
+// every record; touching a batch at once, with loads that do not wait for
+// each other, lets the CPU take those misses in parallel, before the
+// records are decoded one by one.
+func (i *Iterator) readAhead(reverse bool) {
+	if i.ahead > 0 {
+		i.ahead--
+		return
+	}
+	var ents [readAheadBatch]keydir.Entry
+	n := i.it.Ahead(ents[:], reverse)
+	i.ahead = n
+	var m []byte
+	fid := ^uint32(0)
+	sum := i.touched
+	for k := range n {
+		e := &ents[k]
+		if e.FileID != fid {
+			fid, m = e.FileID, nil
+			if f := i.v.files.files[fid]; f != nil {
+				m = f.Mapped()
+			}
+		}
+		if e.Offset < int64(len(m)) {
+			sum += m[e.Offset]
+		}
+	}
+	i.touched = sum
 }
 
 // First moves to the first key in bounds.
@@ -178,21 +225,37 @@ func (i *Iterator) Info() KeyInfo {
 // Value returns the current value, reading it from disk on first use. The
 // slice is the iterator's and valid until it moves; copy it to keep it. On a
 // read error it returns nil and Err reports the error.
-func (i *Iterator) Value() []byte {
+func (i *Iterator) Value() []byte { return i.value(false) }
+
+// value is Value; with view, the value may alias the file's read-only
+// mapping instead of the iterator's buffer, for callers that copy it at
+// once (and never modify it).
+func (i *Iterator) value(view bool) []byte {
 	if !i.valid {
 		return nil
 	}
 	if !i.valLoaded {
 		i.valLoaded = true
+		if !i.wantValues {
+			i.wantValues = true
+			i.readAhead(i.back)
+		}
 		// The view's file set keeps the file open while the iterator
 		// lives, so no per-read reference is needed; the value goes into
 		// a buffer the iterator reuses.
-		f := i.v.files.files[i.entry.FileID]
-		if f == nil {
-			i.val, i.err = nil, i.v.db.fileGone(i.entry.FileID)
-			return nil
+		f := i.file
+		if f == nil || f.ID != i.entry.FileID {
+			if f = i.v.files.files[i.entry.FileID]; f == nil {
+				i.val, i.err = nil, i.v.db.fileGone(i.entry.FileID)
+				return nil
+			}
+			i.file = f // neighbouring keys are often in one file
 		}
-		i.val, i.flags, i.err = i.v.db.readFrom(f, i.key, i.entry, &i.buf)
+		if view {
+			i.val, i.flags, i.err = i.v.db.viewFrom(f, i.key, i.entry, &i.buf)
+		} else {
+			i.val, i.flags, i.err = i.v.db.readFrom(f, i.key, i.entry, &i.buf)
+		}
 		if i.err != nil {
 			i.val = nil
 		}

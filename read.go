@@ -146,6 +146,24 @@ func (db *DB) readFrom(f *segment.File, key []byte, e keydir.Entry, scratch *[]b
 	return db.readChecked(f, key, e, scratch, false)
 }
 
+// viewFrom is readFrom without a copy where f is mapped: the value then
+// aliases the read-only mapping, must not be modified, and is valid while
+// the caller holds f.
+func (db *DB) viewFrom(f *segment.File, key []byte, e keydir.Entry, scratch *[]byte) ([]byte, uint32, error) {
+	r, ok, err := f.ViewRecord(e.Offset, uint32(len(key)), e.ValLen, db.lim)
+	if !ok {
+		return db.readFrom(f, key, e, scratch)
+	}
+	if err == nil && (!bytes.Equal(r.Key, key) || r.Version != e.Version) {
+		err = &segment.CorruptError{Path: f.Path, Offset: e.Offset,
+			Err: fmt.Errorf("%w: record does not match the key directory", record.ErrCorrupt)}
+	}
+	if err != nil {
+		return nil, 0, corruption(err)
+	}
+	return r.Value, r.Flags, nil
+}
+
 // readChecked is readFrom; with candidate, e is an entry keydir.Probe could
 // not tell was key's, and a record of another key means key is absent.
 func (db *DB) readChecked(f *segment.File, key []byte, e keydir.Entry, scratch *[]byte, candidate bool) ([]byte, uint32, error) {

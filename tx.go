@@ -617,7 +617,7 @@ func (it *TxIterator) nextFast() (ok, done bool) {
 	it.cur = it.own(k)
 	it.kv = KeyValue{Key: it.own(k)}
 	if !it.opts.KeysOnly {
-		v := it.fast.Value()
+		v := it.fast.value(true) // copied into the slab at once
 		if it.err = it.fast.Err(); it.err != nil {
 			return false, true
 		}

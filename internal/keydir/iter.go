@@ -133,6 +133,30 @@ func (it *Iter) Entry() Entry {
 	return it.t.entry(f.n.items[f.i])
 }
 
+// Ahead fills dst with the entries of the items that follow the current
+// one in its leaf (or, with reverse, precede it), nearest first, without
+// moving, and returns how many it filled: fewer than len(dst) at the
+// leaf's end.
+func (it *Iter) Ahead(dst []Entry, reverse bool) int {
+	if len(it.stack) == 0 {
+		return 0
+	}
+	f := it.leaf()
+	c := 0
+	if reverse {
+		for i := f.i - 1; i >= 0 && c < len(dst); i-- {
+			dst[c] = it.t.entry(f.n.items[i])
+			c++
+		}
+		return c
+	}
+	for i := f.i + 1; i < f.n.n && c < len(dst); i++ {
+		dst[c] = it.t.entry(f.n.items[i])
+		c++
+	}
+	return c
+}
+
 // Release ends the use of the iterator. It exists for symmetry with other
 // iterators; the iterator holds no resources.
 func (it *Iter) Release() { it.stack = nil }

@@ -426,3 +426,55 @@ func BenchmarkProbeRandom(b *testing.B) {
 		}
 	}
 }
+
+// Ahead lists the entries the iterator would reach next within its leaf,
+// in either direction, without moving it.
+func TestIterAhead(t *testing.T) {
+	tr := New()
+	tr.SetFileBase(1, 0)
+	const n = 500
+	for i := range n {
+		tr.Set(fmt.Appendf(nil, "k%04d", i), Entry{FileID: 1, Version: uint64(i + 1), Offset: int64(i)})
+	}
+	for _, reverse := range []bool{false, true} {
+		it := tr.Iter()
+		ok := it.First()
+		if reverse {
+			ok = it.Last()
+		}
+		total := 0
+		for ; ok; total++ {
+			var dst [8]Entry
+			c := it.Ahead(dst[:], reverse)
+			cur := it.Entry().Offset
+			for k := range c {
+				want := cur + int64(k+1)
+				if reverse {
+					want = cur - int64(k+1)
+				}
+				if dst[k].Offset != want {
+					t.Fatalf("reverse=%v at %d: ahead[%d] = %d, want %d", reverse, cur, k, dst[k].Offset, want)
+				}
+			}
+			if it.Entry().Offset != cur {
+				t.Fatal("Ahead moved the iterator")
+			}
+			f := it.leaf()
+			left := f.n.n - 1 - f.i // items after this one in its leaf
+			if reverse {
+				left = f.i
+			}
+			if c != min(len(dst), left) {
+				t.Fatalf("reverse=%v at %d: Ahead gave %d entries with %d left in the leaf", reverse, cur, c, left)
+			}
+			if reverse {
+				ok = it.Prev()
+			} else {
+				ok = it.Next()
+			}
+		}
+		if total != n {
+			t.Fatalf("reverse=%v: walked %d keys", reverse, total)
+		}
+	}
+}

@@ -426,14 +426,9 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, o
 //
 // The caller must hold a reference (Acquire) for the duration of the call.
 func (f *File) ReadRecord(off int64, klen, vlen uint32, lim record.Limits, scratch *[]byte) (record.Record, error) {
-	n := int64(record.HeaderSize) + int64(klen) + int64(vlen)
-	if end := off + n; f.m != nil && off >= 0 && end <= int64(len(f.m)) && end <= f.size.Load() {
-		r, err := record.Decode(f.m[off:end], lim)
-		if err == nil && (r.KeyLen != klen || r.ValLen != vlen) {
-			err = fmt.Errorf("%w: record lengths differ from the key directory", record.ErrCorrupt)
-		}
+	if r, ok, err := f.ViewRecord(off, klen, vlen, lim); ok {
 		if err != nil {
-			return record.Record{}, &CorruptError{Path: f.Path, Offset: off, Err: err}
+			return record.Record{}, err
 		}
 		// Copy out of the mapping: the caller owns what it gets.
 		buf := grow(scratch, int(klen+vlen))
@@ -442,6 +437,7 @@ func (f *File) ReadRecord(off int64, klen, vlen uint32, lim record.Limits, scrat
 		r.Key, r.Value = buf[:klen:klen], buf[klen:]
 		return r, nil
 	}
+	n := int64(record.HeaderSize) + int64(klen) + int64(vlen)
 	buf := grow(scratch, int(n))
 	if _, err := f.f.ReadAt(buf, off); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -457,6 +453,26 @@ func (f *File) ReadRecord(off int64, klen, vlen uint32, lim record.Limits, scrat
 		return record.Record{}, &CorruptError{Path: f.Path, Offset: off, Err: err}
 	}
 	return r, nil
+}
+
+// ViewRecord is ReadRecord without the copy, for files that are mapped:
+// the record's Key and Value alias the read-only mapping, so they must not
+// be modified, and are valid only while the caller holds its reference.
+// ok is false, and nothing was read, if the record is not in the mapping;
+// use ReadRecord then.
+func (f *File) ViewRecord(off int64, klen, vlen uint32, lim record.Limits) (r record.Record, ok bool, err error) {
+	end := off + int64(record.HeaderSize) + int64(klen) + int64(vlen)
+	if f.m == nil || off < 0 || end > int64(len(f.m)) || end > f.size.Load() {
+		return record.Record{}, false, nil
+	}
+	r, err = record.Decode(f.m[off:end], lim)
+	if err == nil && (r.KeyLen != klen || r.ValLen != vlen) {
+		err = fmt.Errorf("%w: record lengths differ from the key directory", record.ErrCorrupt)
+	}
+	if err != nil {
+		return record.Record{}, true, &CorruptError{Path: f.Path, Offset: off, Err: err}
+	}
+	return r, true, nil
 }
 
 // grow returns *scratch resized to n bytes, growing (and keeping) it if
