@@ -78,6 +78,7 @@ type DB struct {
 	hasObservers atomic.Bool
 
 	dirty        atomic.Bool   // unsynced appends (SyncEverySec, SyncNone)
+	turns        sync.Mutex    // held by read-modify-writes that keep conflicting (Turn)
 	groups       atomic.Uint64 // group commits (Stats.Groups)
 	commits      atomic.Uint64 // commits in them (Stats.Commits)
 	stop         chan struct{}

@@ -27,8 +27,10 @@ const (
 )
 
 // maxAttempts bounds the retries of a conditional write that keeps losing
-// to concurrent writers.
-const maxAttempts = 1000
+// to concurrent writers. From the third attempt on it waits for its turn
+// (caskade.Turn), so contenders take turns and this bound only stops a
+// runaway loop.
+const maxAttempts = 10000
 
 var errContended = errors.New("httpapi: too many conflicting writes")
 
@@ -236,7 +238,10 @@ func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, key []byte) {
 	var b caskade.Batch
 	created := false
 	err = errContended
-	for range maxAttempts {
+	turn := s.DB.Turn()
+	defer turn.Done()
+	for attempt := range maxAttempts {
+		turn.Wait(attempt)
 		info, serr := s.DB.Stat(key)
 		exists := serr == nil
 		if serr != nil && !errors.Is(serr, caskade.ErrNotFound) {
@@ -288,7 +293,10 @@ func (s *Server) kvDelete(w http.ResponseWriter, r *http.Request, key []byte) {
 	ifNoneMatch := parsePrecondition(r.Header, "If-None-Match")
 	var b caskade.Batch
 	err := errContended
-	for range maxAttempts {
+	turn := s.DB.Turn()
+	defer turn.Done()
+	for attempt := range maxAttempts {
+		turn.Wait(attempt)
 		info, serr := s.DB.Stat(key)
 		exists := serr == nil
 		if serr != nil && !errors.Is(serr, caskade.ErrNotFound) {

@@ -459,7 +459,10 @@ func (ss *session) metaDelete() {
 	now := time.Now()
 	code, err := func() (string, error) {
 		var b caskade.Batch
-		for range maxAttempts {
+		turn := s.DB.Turn()
+		defer turn.Done()
+		for attempt := range maxAttempts {
+			turn.Wait(attempt)
 			var (
 				val  []byte
 				info caskade.KeyInfo

@@ -10,8 +10,10 @@ import (
 )
 
 // maxAttempts bounds the retries of one read-modify-write that keeps
-// losing to concurrent writers.
-const maxAttempts = 1000
+// losing to concurrent writers. From the third attempt on it waits for its
+// turn (caskade.Turn), so contenders take turns and this bound only stops
+// a runaway loop.
+const maxAttempts = 10000
 
 var errContended = errors.New("memcache: too many conflicting writes")
 
@@ -84,7 +86,10 @@ func (s *Server) store(req *storeReq) (storeOut, error) {
 		return storeOut{res: resStored, value: req.data, flags: req.flags}, nil
 
 	case req.mode == modeAppend || req.mode == modePrepend:
-		for range maxAttempts {
+		turn := db.Turn()
+		defer turn.Done()
+		for attempt := range maxAttempts {
+			turn.Wait(attempt)
 			old, info, err := db.Lookup(req.key)
 			b.Reset()
 			var out storeOut
@@ -124,7 +129,10 @@ func (s *Server) store(req *storeReq) (storeOut, error) {
 		return storeOut{}, errContended
 
 	default: // replace, or set/replace with a cas unique
-		for range maxAttempts {
+		turn := db.Turn()
+		defer turn.Done()
+		for attempt := range maxAttempts {
+			turn.Wait(attempt)
 			info, err := db.Stat(req.key)
 			b.Reset()
 			out := storeOut{res: resStored, value: req.data, flags: req.flags}
@@ -211,7 +219,10 @@ func (s *Server) getAndTouch(key []byte, exp time.Time, now time.Time) ([]byte, 
 // reporting DELETED (resStored), NOT_FOUND or EXISTS.
 func (s *Server) deleteKey(key []byte, hasCas bool, cas uint64) (storeResult, error) {
 	var b caskade.Batch
-	for range maxAttempts {
+	turn := s.DB.Turn()
+	defer turn.Done()
+	for attempt := range maxAttempts {
+		turn.Wait(attempt)
 		info, err := s.DB.Stat(key)
 		if errors.Is(err, caskade.ErrNotFound) {
 			return resNotFound, nil
@@ -266,7 +277,10 @@ var errNonNumericValue = errors.New("memcache: non-numeric value")
 // arith executes incr/decr as an atomic read-modify-write.
 func (s *Server) arith(req *arithReq) (arithOut, error) {
 	var b caskade.Batch
-	for range maxAttempts {
+	turn := s.DB.Turn()
+	defer turn.Done()
+	for attempt := range maxAttempts {
+		turn.Wait(attempt)
 		old, info, err := s.DB.Lookup(req.key)
 		b.Reset()
 		var out arithOut

@@ -26,26 +26,20 @@ import (
 const flushThreshold = 64 << 10
 
 // A command (or EXEC) whose commit conflicts with another writer's runs
-// again. After contendedAfter attempts it takes the server's contention
-// lock, so that commands fighting over the same keys take turns rather
-// than starve one another, and it retries until it commits: Redis never
-// fails a command for contention. maxRetries only stops a runaway loop.
-const (
-	contendedAfter = 3
-	maxRetries     = 10000
-)
+// again. After caskade.TurnAfter attempts it waits for the database's turn
+// lock (caskade.Turn), shared with the memcached and HTTP front ends, so
+// that writers fighting over the same keys take turns rather than starve
+// one another, and it retries until it commits: Redis never fails a
+// command for contention. maxRetries only stops a runaway loop.
+const maxRetries = 10000
 
 // retry reports whether a command whose attempt (counted from 0) failed
-// with err should run again, taking the contention lock when its turn
-// comes; *locked tracks whether it holds it.
-func (c *client) retry(err error, attempt int, locked *bool) bool {
+// with err should run again, waiting for its turn when contended.
+func (c *client) retry(err error, attempt int, turn *caskade.Turn) bool {
 	if !errors.Is(err, caskade.ErrConflict) || attempt >= maxRetries {
 		return false
 	}
-	if attempt+1 >= contendedAfter && !*locked {
-		c.s.contended.Lock()
-		*locked = true
-	}
+	turn.Wait(attempt + 1)
 	return true
 }
 
@@ -621,7 +615,7 @@ func (c *client) exec(cmd *command, args [][]byte, now time.Time) {
 		return
 	}
 	record := cmd.has(fWrite)
-	locked := false
+	turn := c.s.DB.Turn()
 	for attempt := 0; ; attempt++ {
 		mark := len(c.out)
 		if attempt > 0 {
@@ -642,15 +636,13 @@ func (c *client) exec(cmd *command, args [][]byte, now time.Time) {
 			break
 		}
 		c.out = c.out[:mark]
-		if c.retry(err, attempt, &locked) {
+		if c.retry(err, attempt, &turn) {
 			continue
 		}
 		c.replyErr(engineError(err))
 		break
 	}
-	if locked {
-		c.s.contended.Unlock()
-	}
+	turn.Done()
 	c.trk.afterCommand(cmd, c.multi != nil)
 }
 

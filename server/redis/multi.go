@@ -156,12 +156,8 @@ func cmdExec(c *client, args [][]byte) {
 	}
 	exec := c.cur
 	db0 := c.db
-	locked := false
-	defer func() {
-		if locked {
-			c.s.contended.Unlock()
-		}
-	}()
+	turn := c.s.DB.Turn()
+	defer turn.Done()
 	for attempt := 0; ; attempt++ {
 		c.db = db0
 		mark := len(c.out)
@@ -201,7 +197,7 @@ func cmdExec(c *client, args [][]byte) {
 				c.out = resp.AppendNullArray(c.out, c.proto)
 				break
 			}
-			if c.retry(err, attempt, &locked) {
+			if c.retry(err, attempt, &turn) {
 				continue
 			}
 		}

@@ -113,7 +113,6 @@ type Server struct {
 	scanCursor scanCursors
 	lastSave   atomic.Int64 // unix seconds
 	panics     atomic.Int64 // connections that panicked (a bug)
-	contended  sync.Mutex   // taken by commands that keep conflicting (conn.go)
 	bgsave     atomic.Bool
 	merging    atomic.Bool
 	unsub      func()
