@@ -110,4 +110,4 @@ echo "| (information) \`redis-cli --pipe < resp\` into \`caskade serve --sync ev
 echo
 echo "caskade load's own summaries (their times cover reading the stream, the batches and the final sync; not process start, open and close):"
 echo
-sed 's/^/    /' "$work/c-load.out" "$work/c-load-1m.out"
+sed 's/^/    /' "$work/c-load.out" "$work/c-load-8m.out"
