@@ -352,8 +352,14 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool) fileResult {
 			res.err = err
 			return res
 		}
-		db.opts.Logger.Warn("caskade: cut torn tail of the newest data file", "file", dataPath,
-			"offset", res.size, "bytes", res.torn)
+		if len(bytes.TrimRight(b[res.size:], "\x00")) == 0 {
+			// Space allocated ahead of the appends, left by a crash.
+			db.opts.Logger.Info("caskade: cut the unwritten space after the last record of the newest data file",
+				"file", dataPath, "offset", res.size, "bytes", res.torn)
+		} else {
+			db.opts.Logger.Warn("caskade: cut torn tail of the newest data file", "file", dataPath,
+				"offset", res.size, "bytes", res.torn)
+		}
 	}
 	if len(res.damage) == 0 {
 		if err := segment.WriteHints(db.fs, db.dir, id, res.hints); err != nil {

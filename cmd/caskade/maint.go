@@ -356,7 +356,7 @@ func runCheck(ctx context.Context, m *maint, dir, repair string) error {
 			d.Path, d.Offset, d.End, d.End-d.Offset, reason(d.Err))
 	}
 	if rep.TornBytes > 0 {
-		fmt.Fprintf(m.out, "torn tail: %d bytes at the end of the newest data file (an unfinished write the next open cuts off; not damage)\n", rep.TornBytes)
+		fmt.Fprintf(m.out, "torn tail: %d bytes at the end of the newest data file (an unfinished write, or space allocated ahead of appends, that the next open cuts off; not damage)\n", rep.TornBytes)
 	}
 	for _, p := range rep.BadHints {
 		fmt.Fprintf(m.out, "bad hint file: %s (open ignores it and scans the data file)\n", p)

@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"strings"
@@ -171,5 +172,31 @@ func TestZeroAheadOSOnly(t *testing.T) {
 	f.ZeroAhead(1 << 20)
 	if f.z != nil {
 		t.Fatal("zeroer on a memory file")
+	}
+}
+
+// A scan of the newest file cuts the zeros allocated after its last record
+// as a torn tail, without missing a record that follows zeros.
+func TestScanTailZeros(t *testing.T) {
+	rec := func(v uint64) []byte {
+		return record.AppendRecord(nil, record.KindPut, true, v, 0, 0, []byte("key"), []byte("value"))
+	}
+	b := append(record.AppendFileHeader(nil), rec(1)...)
+	end := int64(len(b))
+	zeros := make([]byte, 4<<20)
+
+	res, err := ScanData(append(bytes.Clone(b), zeros...), "f", ScanTail, record.Limits{})
+	if err != nil || res.End != end || res.Torn != int64(len(zeros)) || len(res.Hints) != 1 {
+		t.Fatalf("zeros after the last record: end %d torn %d, %d records, %v", res.End, res.Torn, len(res.Hints), err)
+	}
+	// A record after the zeros is data, so the zeros are damage.
+	withRec := append(append(bytes.Clone(b), zeros[:1000]...), rec(2)...)
+	if _, err := ScanData(withRec, "f", ScanTail, record.Limits{}); err == nil {
+		t.Fatal("a record after zeros was cut as a torn tail")
+	}
+	// Garbage after the zeros, then zeros again: still a torn tail.
+	junk := append(append(append(bytes.Clone(b), zeros[:1000]...), 0x17, 0x2a), zeros[:5000]...)
+	if res, err := ScanData(junk, "f", ScanTail, record.Limits{}); err != nil || res.End != end {
+		t.Fatalf("junk between zeros: end %d, %v", res.End, err)
 	}
 }

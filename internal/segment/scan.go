@@ -151,7 +151,12 @@ func scanData(b []byte, path string, mode ScanMode, lim record.Limits, emit func
 // nextValid returns the first offset >= from at which a whole, valid record
 // starts, or -1.
 func nextValid(b []byte, from int64, lim record.Limits) int64 {
-	for i := from; i+record.HeaderSize <= int64(len(b)); i++ {
+	// Every record has a nonzero byte (its kind), so none starts after the
+	// last nonzero byte of b: the zeros that a crash leaves in space
+	// allocated ahead of the appends (MapAppends, ZeroAhead) take no
+	// decoding attempt each.
+	end := int64(len(bytes.TrimRight(b, "\x00")))
+	for i := from; i < end && i+record.HeaderSize <= int64(len(b)); i++ {
 		if _, err := record.Decode(b[i:], lim); err == nil {
 			return i
 		}
