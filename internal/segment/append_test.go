@@ -200,3 +200,41 @@ func TestScanTailZeros(t *testing.T) {
 		t.Fatalf("junk between zeros: end %d, %v", res.End, err)
 	}
 }
+
+// Large appends are written, small ones stored through the mapping, in any
+// mix, across the chunks allocated ahead.
+func TestMappedAppendsMixed(t *testing.T) {
+	const length = 2*appendChunk + 4096
+	f := mappedFile(t, length)
+	small := make([]byte, 100)
+	large := make([]byte, mappedAppendMax+1000)
+	var offs []int64
+	var lens []uint32
+	for i := 0; ; i++ {
+		v := small
+		if i%3 == 2 {
+			v = large
+		}
+		r := record.AppendRecord(nil, record.KindPut, true, uint64(i+1), 0, 0, []byte("key"), v)
+		if f.Size()+int64(len(r)) > length {
+			break
+		}
+		off, err := f.Append(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs, lens = append(offs, off), append(lens, uint32(len(v)))
+	}
+	if err := f.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(f.Path); err != nil || st.Size() != f.Size() {
+		t.Fatalf("sealed file is %d bytes, want %d (%v)", st.Size(), f.Size(), err)
+	}
+	for i, off := range offs {
+		r, err := f.ReadRecord(off, 3, lens[i], record.Limits{}, nil)
+		if err != nil || r.Version != uint64(i+1) {
+			t.Fatalf("record %d at %d: %v", i, off, err)
+		}
+	}
+}

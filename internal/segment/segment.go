@@ -134,12 +134,18 @@ func (f *File) MapAppends(length int64) {
 	}
 }
 
+// mappedAppendMax is the largest append stored through the mapping. A
+// larger one is written: its system call is cheap next to its bytes, and
+// write(2) fills new page cache pages without taking a page fault apiece
+// (a 1M-pair bulk load of 1 MiB batches was 10% slower mapped).
+const mappedAppendMax = 64 << 10
+
 // appendMapped stores b at off through the writable mapping, extending the
 // file first if needed. It reports false if the mapping cannot take b,
 // and then b must be written with WriteAt.
 func (f *File) appendMapped(b []byte, off int64) (bool, error) {
 	end := off + int64(len(b))
-	if f.w == nil || end > int64(len(f.w)) {
+	if f.w == nil || end > int64(len(f.w)) || len(b) > mappedAppendMax {
 		return false, nil
 	}
 	if end > f.alloc {
@@ -399,6 +405,9 @@ func (f *File) Append(b []byte) (int64, error) {
 	f.size.Store(end)
 	if z != nil {
 		z.advance(end)
+	}
+	if f.w != nil && end > f.alloc {
+		f.alloc = end // the write extended the file
 	}
 	return off, nil
 }
