@@ -33,6 +33,7 @@ const (
 	opSetVSValue                  // set key to value, whose placeholder is filled in
 	opWriteConflict               // add [key, value) to the write conflict history
 	opAddInt                      // add delta to key's base-10 integer value; result out
+	opCheckRange                  // fail the commit if [key, value) changed after version
 )
 
 // op is one mutation. Results (found) are written by the commit leader and
@@ -275,7 +276,7 @@ func (db *DB) runGroup(group []*commitReq) {
 	ends := db.ends[:0] // where each commit's records end in buf
 	for _, r := range group {
 		r.err = nil
-		if !db.checksHold(r.ops, lookup) || (r.txn != nil && db.txnConflict(r.txn, overlay, applies)) {
+		if !db.checksHold(r.ops, lookup, overlay, applies) || (r.txn != nil && db.txnConflict(r.txn, overlay, applies)) {
 			r.err = ErrConflict
 			continue
 		}
@@ -512,9 +513,17 @@ func parseDecimal(b []byte) (int64, bool) {
 	return n, err == nil
 }
 
-// checksHold reports whether every opCheck of a commit holds.
-func (db *DB) checksHold(ops []op, lookup func([]byte) (keydir.Entry, bool)) bool {
+// checksHold reports whether every opCheck and opCheckRange of a commit
+// holds.
+func (db *DB) checksHold(ops []op, lookup func([]byte) (keydir.Entry, bool), overlay map[string]int, applies []apply) bool {
 	for i := range ops {
+		if ops[i].kind == opCheckRange {
+			r := txnReq{readVersion: ops[i].version, reads: []keyRange{{ops[i].key, ops[i].value}}}
+			if db.txnConflict(&r, overlay, applies) {
+				return false
+			}
+			continue
+		}
 		if ops[i].kind != opCheck {
 			continue
 		}

@@ -68,11 +68,30 @@ func (v *view) lookup(key []byte) (keydir.Entry, bool) {
 type Snapshot struct {
 	v      *view
 	closed atomic.Bool
+	txid   uint64 // registered as a live reader (SnapshotForChecks), or 0
 }
 
 // Snapshot returns a view of the database as of now.
 func (db *DB) Snapshot() *Snapshot {
 	return &Snapshot{v: db.newView()}
+}
+
+// SnapshotForChecks is Snapshot for a read-modify-write that checks its
+// range reads at commit with Batch.CheckRange: until it is closed, the
+// database remembers the deletions committed after it, as it does for an
+// open transaction. Close it promptly; what it keeps grows with the
+// deletions made meanwhile.
+func (db *DB) SnapshotForChecks() *Snapshot {
+	// Register before taking the view, so that every deletion after it is
+	// recorded.
+	db.txns.count.Add(1)
+	db.mu.Lock()
+	db.txns.seq++
+	s := &Snapshot{txid: db.txns.seq}
+	s.v = db.newViewLocked()
+	db.txns.reads[s.txid] = s.v.version
+	db.mu.Unlock()
+	return s
 }
 
 // Version returns the commit version the snapshot sees up to.
@@ -170,6 +189,13 @@ func (s *Snapshot) Close() error {
 		return ErrClosed
 	}
 	s.v.release()
+	if s.txid != 0 {
+		db := s.v.db
+		db.mu.Lock()
+		delete(db.txns.reads, s.txid)
+		db.mu.Unlock()
+		db.txns.count.Add(-1)
+	}
 	return nil
 }
 

@@ -224,6 +224,24 @@ func (b *Batch) Check(key []byte, version uint64) {
 	b.ops = append(b.ops, op{kind: opCheck, key: b.keep(key), version: version})
 }
 
+// CheckRange makes the batch conditional on a range read: Write applies it
+// only if no commit after version set or deleted a key in [begin, end)
+// (nil end: to the end of the key space); otherwise Write fails with
+// ErrConflict and applies nothing. Deletions are remembered only while a
+// snapshot from DB.SnapshotForChecks (or a transaction) that reads at
+// version or earlier is open, so read the range from such a snapshot,
+// pass its Version, and keep it open until Write returns.
+func (b *Batch) CheckRange(begin, end []byte, version uint64) {
+	if end != nil && bytes.Compare(begin, end) > 0 && b.err == nil {
+		b.err = ErrInvalidRange
+	}
+	var e []byte
+	if end != nil {
+		e = b.keep(end)
+	}
+	b.ops = append(b.ops, op{kind: opCheckRange, key: b.keep(begin), value: e, version: version})
+}
+
 // AddInt adds an increment of key's value by delta, the value read as a
 // base-10 signed 64-bit integer, as Redis's INCRBY does: a key without a
 // value counts as 0 (and gets no expiry); a key with one keeps its expiry

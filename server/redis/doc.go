@@ -78,13 +78,16 @@
 // are atomic read-modify-writes even under concurrent clients and other
 // protocols. INCR, DECR, INCRBY and DECRBY outside MULTI are made by the
 // commit itself (caskade.Batch.AddInt) and never conflict; pipelined, they
-// share one commit with the blind writes around them. EXEC runs the queued commands against one snapshot, each
-// seeing the transaction's own earlier writes, and commits all their
-// writes as one batch, conditional on the WATCHed keys (at the version seen
-// by WATCH) and on every key the transaction read: a WATCHed key that
-// changed makes EXEC return the null array; a change to a key only read
-// makes the transaction run again. Range reads (KEYS, SCAN, DBSIZE)
-// inside a transaction are not part of that check.
+// share one commit with the blind writes around them. EXEC runs the
+// queued commands against one snapshot, each seeing the transaction's own
+// earlier writes, and commits all their writes as one batch, conditional
+// on the WATCHed keys (at the version seen by WATCH), on every key the
+// transaction read, and on every range it read (KEYS, SCAN, DBSIZE,
+// RANDOMKEY; caskade.Batch.CheckRange): a WATCHed key that changed makes
+// EXEC return the null array; a change to a key or range only read makes
+// the transaction run again, so its replies and writes are those of one
+// instant, as in Redis. A key that merely expires between the snapshot and
+// the commit does not count as a change to a range.
 //
 // # Ordered data: the CSK commands
 //

@@ -163,6 +163,7 @@ func cmdExec(c *client, args [][]byte) {
 		mark := len(c.out)
 		st := &c.st
 		st.begin(c.s.DB, true)
+		st.checkRanges = true
 		st.useSnapshot()
 		changed, err := c.watchedChanged(watches, st.snap)
 		if err != nil {

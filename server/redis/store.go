@@ -82,7 +82,14 @@ type store struct {
 	arena  []byte
 	batch  caskade.Batch
 	checks []readRec // extra checks (WATCH)
+	// With checkRanges (EXEC), the ranges read: the commit checks that
+	// nothing in them changed after the snapshot (Batch.CheckRange).
+	checkRanges bool
+	rangeReads  []keyRange
 }
+
+// keyRange is an encoded key range [begin, end); nil end: to the end.
+type keyRange struct{ begin, end []byte }
 
 func (st *store) begin(db *caskade.DB, record bool) { st.beginAt(db, record, time.Now()) }
 
@@ -96,6 +103,8 @@ func (st *store) beginAt(db *caskade.DB, record bool, now time.Time) {
 	st.opIdx = nil
 	st.ranges = st.ranges[:0]
 	st.checks = st.checks[:0]
+	st.rangeReads = st.rangeReads[:0]
+	st.checkRanges = false
 	st.now = now
 	st.nowMs = now.UnixMilli()
 	if cap(st.arena) > 1<<20 {
@@ -116,7 +125,13 @@ func (st *store) end() {
 // snapshot (for commands that read several keys or ranges).
 func (st *store) useSnapshot() {
 	if st.snap == nil {
-		st.snap = st.db.Snapshot()
+		if st.checkRanges {
+			// Its range reads are checked at commit (CheckRange), which
+			// needs the deletions made after it remembered.
+			st.snap = st.db.SnapshotForChecks()
+		} else {
+			st.snap = st.db.Snapshot()
+		}
 		st.nowMs = st.snap.Time().UnixMilli()
 		st.now = time.UnixMilli(st.nowMs)
 	}
@@ -332,7 +347,7 @@ func (st *store) commit() error {
 	if len(st.ops) == 0 {
 		return nil
 	}
-	if len(st.ops) == 1 && len(st.reads) == 0 && len(st.checks) == 0 {
+	if len(st.ops) == 1 && len(st.reads) == 0 && len(st.checks) == 0 && len(st.rangeReads) == 0 {
 		o := &st.ops[0]
 		switch o.kind {
 		case opSet:
@@ -351,6 +366,9 @@ func (st *store) commit() error {
 	}
 	for _, r := range st.checks {
 		b.Check(r.key, r.ver)
+	}
+	for _, r := range st.rangeReads {
+		b.CheckRange(r.begin, r.end, st.snap.Version())
 	}
 	for i := range st.ops {
 		o := &st.ops[i]
@@ -382,6 +400,17 @@ func (st *store) commit() error {
 // store sees it (base overlaid with buffered writes), in order, until fn
 // returns false. Keys passed to fn are valid only during the call.
 func (st *store) scan(begin, end []byte, fn func(k []byte, e entry) bool) error {
+	if st.checkRanges {
+		// A range read inside EXEC: the commit checks that the range did
+		// not change since the snapshot, so that the whole EXEC is one
+		// atomic step as in Redis.
+		st.useSnapshot()
+		r := keyRange{begin: st.keep(begin)}
+		if end != nil {
+			r.end = st.keep(end)
+		}
+		st.rangeReads = append(st.rangeReads, r)
+	}
 	var it *caskade.Iterator
 	var err error
 	opts := &caskade.IterOptions{LowerBound: begin, UpperBound: end}
