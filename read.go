@@ -154,20 +154,20 @@ func (db *DB) viewFrom(f *segment.File, key []byte, e keydir.Entry, scratch *[]b
 	if !ok {
 		return db.readFrom(f, key, e, scratch)
 	}
-	if err == nil && (!bytes.Equal(r.Key, key) || r.Version != e.Version) {
-		err = &segment.CorruptError{Path: f.Path, Offset: e.Offset,
-			Err: fmt.Errorf("%w: record does not match the key directory", record.ErrCorrupt)}
-	}
-	if err != nil {
-		return nil, 0, corruption(err)
-	}
-	return r.Value, r.Flags, nil
+	return db.matchRecord(f, key, e, r, err, false)
 }
 
 // readChecked is readFrom; with candidate, e is an entry keydir.Probe could
 // not tell was key's, and a record of another key means key is absent.
 func (db *DB) readChecked(f *segment.File, key []byte, e keydir.Entry, scratch *[]byte, candidate bool) ([]byte, uint32, error) {
 	r, err := f.ReadRecord(e.Offset, uint32(len(key)), e.ValLen, db.lim, scratch)
+	return db.matchRecord(f, key, e, r, err, candidate)
+}
+
+// matchRecord checks the record r (read with err) that entry e of key
+// points to: a record of another key or version is corruption, or, for a
+// candidate, means key is absent.
+func (db *DB) matchRecord(f *segment.File, key []byte, e keydir.Entry, r record.Record, err error, candidate bool) ([]byte, uint32, error) {
 	if err == nil && !bytes.Equal(r.Key, key) && candidate {
 		return nil, 0, ErrNotFound
 	}

@@ -295,15 +295,21 @@ func benchKeys(n int) [][]byte {
 	return keys
 }
 
-// BenchmarkGetRandom reads random keys of a tree built by random inserts,
-// so that neither the nodes nor the arena are in key order.
-func BenchmarkGetRandom(b *testing.B) {
+// randomTree builds a tree of 2M keys inserted in random order.
+func randomTree() (*Tree, [][]byte) {
 	keys := benchKeys(1 << 21)
 	tr := New()
 	tr.SetFileBase(1, 0)
 	for i, k := range keys {
 		tr.Set(k, Entry{FileID: 1, Version: uint64(i)})
 	}
+	return tr, keys
+}
+
+// BenchmarkGetRandom reads random keys of a tree built by random inserts,
+// so that neither the nodes nor the arena are in key order.
+func BenchmarkGetRandom(b *testing.B) {
+	tr, keys := randomTree()
 	r := rand.New(rand.NewPCG(1, 1))
 	b.ResetTimer()
 	for b.Loop() {
@@ -412,12 +418,7 @@ func TestCompact(t *testing.T) {
 // the engine's point reads, which reads no key from the arena when the
 // key's hint is unique in its leaf.
 func BenchmarkProbeRandom(b *testing.B) {
-	keys := benchKeys(1 << 21)
-	tr := New()
-	tr.SetFileBase(1, 0)
-	for i, k := range keys {
-		tr.Set(k, Entry{FileID: 1, Version: uint64(i)})
-	}
+	tr, keys := randomTree()
 	r := rand.New(rand.NewPCG(1, 1))
 	b.ResetTimer()
 	for b.Loop() {

@@ -47,60 +47,39 @@ func benchFile(b *testing.B) (dir, path string, data []byte) {
 }
 
 // BenchmarkRead compares os.ReadFile with pario.ReadPath on a warm 256 MiB
-// file.
-func BenchmarkRead(b *testing.B) {
+// file, in Go's steady state: each result reuses the last one's memory,
+// which the runtime zeroes on one core before any worker starts (about
+// 10 ms here), and no number of workers shortens that.
+func BenchmarkRead(b *testing.B) { benchRead(b, false) }
+
+// BenchmarkReadFreshMemory is BenchmarkRead with the heap returned to the
+// OS before each read (untimed), so that the result lands in fresh pages,
+// as it does when a database opens: each worker then takes the page
+// faults of its own chunks.
+func BenchmarkReadFreshMemory(b *testing.B) { benchRead(b, true) }
+
+func benchRead(b *testing.B, fresh bool) {
 	_, path, _ := benchFile(b)
-	b.Run("os.ReadFile", func(b *testing.B) {
-		b.SetBytes(benchSize)
-		for b.Loop() {
-			if _, err := os.ReadFile(path); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	for _, w := range benchWorkers {
-		b.Run(fmt.Sprintf("pario/workers=%d", w), func(b *testing.B) {
+	run := func(name string, read func() error) {
+		b.Run(name, func(b *testing.B) {
 			b.SetBytes(benchSize)
 			for b.Loop() {
-				if _, err := pario.ReadPath(context.Background(), path, pario.Options{Workers: w}); err != nil {
+				if fresh {
+					b.StopTimer()
+					debug.FreeOSMemory()
+					b.StartTimer()
+				}
+				if err := read(); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
-}
-
-// BenchmarkReadFreshMemory is BenchmarkRead with the heap returned to the
-// OS before each read (untimed), so that the 256 MiB result lands in fresh
-// pages, as it does when a database opens. In BenchmarkRead's steady state
-// Go reuses the last result's memory and zeroes it first on one core
-// (about 10 ms here), which no number of workers shortens; here each
-// worker instead takes the page faults of its own chunks.
-func BenchmarkReadFreshMemory(b *testing.B) {
-	_, path, _ := benchFile(b)
-	fresh := func(b *testing.B) {
-		b.StopTimer()
-		debug.FreeOSMemory()
-		b.StartTimer()
-	}
-	b.Run("os.ReadFile", func(b *testing.B) {
-		b.SetBytes(benchSize)
-		for b.Loop() {
-			fresh(b)
-			if _, err := os.ReadFile(path); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	run("os.ReadFile", func() error { _, err := os.ReadFile(path); return err })
 	for _, w := range benchWorkers {
-		b.Run(fmt.Sprintf("pario/workers=%d", w), func(b *testing.B) {
-			b.SetBytes(benchSize)
-			for b.Loop() {
-				fresh(b)
-				if _, err := pario.ReadPath(context.Background(), path, pario.Options{Workers: w}); err != nil {
-					b.Fatal(err)
-				}
-			}
+		run(fmt.Sprintf("pario/workers=%d", w), func() error {
+			_, err := pario.ReadPath(context.Background(), path, pario.Options{Workers: w})
+			return err
 		})
 	}
 }
