@@ -92,19 +92,24 @@ func (db *DB) commit(ops []op, txn ...*txnReq) (uint64, error) {
 	}
 	var vers [1]uint64
 	var errs [1]error
-	db.commitMany([][]op{ops}, []*txnReq{t}, vers[:], errs[:])
+	db.commitMany([][]op{ops}, []*txnReq{t}, vers[:], errs[:], false)
 	return vers[0], errs[0]
 }
 
 // commitMany runs several commits, in order, queued together so that they
 // share one group (one write, one fsync); each succeeds or fails on its
-// own. txns[i] may be nil. It fills vers and errs.
-func (db *DB) commitMany(opss [][]op, txns []*txnReq, vers []uint64, errs []error) {
+// own. txns[i] may be nil. It fills vers and errs. Unless turn is set (the
+// commits are a Turn holder's), it first gives a Turn that holds the lock
+// its quiet moment (awaitTurn).
+func (db *DB) commitMany(opss [][]op, txns []*txnReq, vers []uint64, errs []error, turn bool) {
 	if db.opts.ReadOnly {
 		for i := range errs {
 			errs[i] = ErrReadOnly
 		}
 		return
+	}
+	if !turn && db.turnHeld.Load() {
+		db.awaitTurn()
 	}
 	reqs := make([]*commitReq, len(opss))
 	for i := range reqs {
@@ -205,7 +210,7 @@ func (db *DB) WriteBatches(bs []*Batch) []error {
 	}
 	vers := make([]uint64, len(opss))
 	cerrs := make([]error, len(opss))
-	db.commitMany(opss, make([]*txnReq, len(opss)), vers, cerrs)
+	db.commitMany(opss, make([]*txnReq, len(opss)), vers, cerrs, false)
 	for j, i := range idx {
 		errs[i] = cerrs[j]
 		if cerrs[j] == nil {

@@ -79,6 +79,10 @@ type DB struct {
 
 	dirty        atomic.Bool   // unsynced appends (SyncEverySec, SyncNone)
 	turns        sync.Mutex    // held by read-modify-writes that keep conflicting (Turn)
+	turnHeld     atomic.Bool   // a Turn holds turns: other commits wait for it (awaitTurn)
+	turnMu       sync.Mutex    // guards turnDone
+	turnDone     chan struct{} // closed when the Turn holding turns is done
+	turnGrace    atomic.Int64  // how long commits wait for it, in ns
 	groups       atomic.Uint64 // group commits (Stats.Groups)
 	commits      atomic.Uint64 // commits in them (Stats.Commits)
 	stop         chan struct{}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Read-modify-writes that wait for their turn all commit, however many
@@ -33,7 +34,7 @@ func TestTurnContendedIncrements(t *testing.T) {
 					var b Batch
 					b.Check([]byte("n"), info.Version)
 					b.Set([]byte("n"), strconv.AppendInt(nil, int64(n+1), 10))
-					err = db.Write(&b)
+					err = turn.Write(&b) // db.Write would wait for our own turn
 					if err != nil && !errors.Is(err, ErrConflict) {
 						errs <- err
 						turn.Done()
@@ -66,4 +67,32 @@ func TestTurnContendedIncrements(t *testing.T) {
 		t.Fatal("the turn lock is still held")
 	}
 	db.turns.Unlock()
+}
+
+// While a Turn holds the lock, other commits wait for it, and the
+// holder's own Turn.Write does not.
+func TestTurnHolderGoesFirst(t *testing.T) {
+	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone})
+	turn := db.Turn()
+	turn.Wait(TurnAfter)
+	if !turn.Held() {
+		t.Fatal("no turn at attempt TurnAfter")
+	}
+	db.turnGrace.Store(int64(time.Hour)) // the others wait for Done
+	other := make(chan error, 1)
+	go func() { other <- db.Set([]byte("other"), []byte("1")) }()
+	var b Batch
+	b.Set([]byte("holder"), []byte("1"))
+	if err := turn.Write(&b); err != nil { // waiting for itself would hang
+		t.Fatal(err)
+	}
+	turn.Done()
+	if err := <-other; err != nil {
+		t.Fatal(err)
+	}
+	h, _ := db.Stat([]byte("holder"))
+	o, _ := db.Stat([]byte("other"))
+	if h.Version >= o.Version {
+		t.Fatalf("the holder committed at %d, after the other write at %d", h.Version, o.Version)
+	}
 }

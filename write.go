@@ -282,15 +282,24 @@ func (b *Batch) keep(p []byte) []byte {
 // Write applies the batch atomically. It returns once the batch is applied
 // and, under SyncAlways, durable. The batch is unchanged and may be written
 // again or Reset.
-func (db *DB) Write(b *Batch) error {
+func (db *DB) Write(b *Batch) error { return db.write(b, false) }
+
+// write is Write; turn says the batch is a Turn holder's (Turn.Write).
+func (db *DB) write(b *Batch, turn bool) error {
 	ops, err := db.batchOps(b)
 	if err != nil || len(ops) == 0 {
 		return err
 	}
-	if _, err = db.commitChecked(ops); err == nil {
+	if err := db.checkOps(ops); err != nil {
+		return err
+	}
+	var vers [1]uint64
+	var errs [1]error
+	db.commitMany([][]op{ops}, []*txnReq{nil}, vers[:], errs[:], turn)
+	if errs[0] == nil {
 		b.keepResults(ops)
 	}
-	return err
+	return errs[0]
 }
 
 // keepResults copies the results of a written copy of the batch's ops.

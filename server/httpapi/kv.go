@@ -255,7 +255,7 @@ func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, key []byte) {
 		b.Reset()
 		b.Check(key, info.Version)
 		b.SetEntry(key, body, opts)
-		err = s.DB.Write(&b)
+		err = turn.Write(&b)
 		if !errors.Is(err, caskade.ErrConflict) {
 			created = !exists
 			break
@@ -314,7 +314,7 @@ func (s *Server) kvDelete(w http.ResponseWriter, r *http.Request, key []byte) {
 		b.Reset()
 		b.Check(key, info.Version)
 		b.Delete(key)
-		err = s.DB.Write(&b)
+		err = turn.Write(&b)
 		if !errors.Is(err, caskade.ErrConflict) {
 			break
 		}

@@ -506,7 +506,7 @@ func (ss *session) metaDelete() {
 			default:
 				b.Delete(m.key)
 			}
-			err = s.DB.Write(&b)
+			err = turn.Write(&b)
 			if errors.Is(err, caskade.ErrConflict) {
 				continue
 			}

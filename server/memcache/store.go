@@ -118,7 +118,7 @@ func (s *Server) store(req *storeReq) (storeOut, error) {
 				b.SetEntry(req.key, v, caskade.SetOptions{ExpiresAt: info.ExpiresAt, Flags: info.Flags})
 				out = storeOut{res: resStored, value: v, flags: info.Flags}
 			}
-			err = db.Write(&b)
+			err = turn.Write(&b)
 			if err == nil {
 				return out, nil
 			}
@@ -157,7 +157,7 @@ func (s *Server) store(req *storeReq) (storeOut, error) {
 				b.Check(req.key, info.Version)
 				b.SetEntry(req.key, req.data, opts)
 			}
-			err = db.Write(&b)
+			err = turn.Write(&b)
 			if err == nil {
 				return out, nil
 			}
@@ -236,7 +236,7 @@ func (s *Server) deleteKey(key []byte, hasCas bool, cas uint64) (storeResult, er
 		b.Reset()
 		b.Check(key, info.Version)
 		b.Delete(key)
-		err = s.DB.Write(&b)
+		err = turn.Write(&b)
 		if err == nil {
 			return resStored, nil
 		}
@@ -319,7 +319,7 @@ func (s *Server) arith(req *arithReq) (arithOut, error) {
 		}
 		out.number = appendUint(nil, out.value)
 		b.SetEntry(req.key, out.number, caskade.SetOptions{ExpiresAt: out.exp, Flags: out.flags})
-		err = s.DB.Write(&b)
+		err = turn.Write(&b)
 		if err == nil {
 			return out, nil
 		}

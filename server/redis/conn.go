@@ -622,6 +622,7 @@ func (c *client) exec(cmd *command, args [][]byte, now time.Time) {
 			now = time.Now()
 		}
 		c.st.beginAt(c.s.DB, record, now)
+		c.st.turn = &turn
 		cmd.fn(c, args)
 		var err error
 		if c.trk.noloop && c.st.dirty() {

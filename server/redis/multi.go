@@ -164,6 +164,7 @@ func cmdExec(c *client, args [][]byte) {
 		st := &c.st
 		st.begin(c.s.DB, true)
 		st.checkRanges = true
+		st.turn = &turn
 		st.useSnapshot()
 		changed, err := c.watchedChanged(watches, st.snap)
 		if err != nil {

@@ -86,6 +86,9 @@ type store struct {
 	// nothing in them changed after the snapshot (Batch.CheckRange).
 	checkRanges bool
 	rangeReads  []keyRange
+	// turn, when set, is the command's caskade.Turn: once it holds the
+	// turn lock, commits go through it (Turn.Write).
+	turn *caskade.Turn
 }
 
 // keyRange is an encoded key range [begin, end); nil end: to the end.
@@ -105,6 +108,7 @@ func (st *store) beginAt(db *caskade.DB, record bool, now time.Time) {
 	st.checks = st.checks[:0]
 	st.rangeReads = st.rangeReads[:0]
 	st.checkRanges = false
+	st.turn = nil
 	st.now = now
 	st.nowMs = now.UnixMilli()
 	if cap(st.arena) > 1<<20 {
@@ -347,7 +351,8 @@ func (st *store) commit() error {
 	if len(st.ops) == 0 {
 		return nil
 	}
-	if len(st.ops) == 1 && len(st.reads) == 0 && len(st.checks) == 0 && len(st.rangeReads) == 0 {
+	if len(st.ops) == 1 && len(st.reads) == 0 && len(st.checks) == 0 && len(st.rangeReads) == 0 &&
+		(st.turn == nil || !st.turn.Held()) {
 		o := &st.ops[0]
 		switch o.kind {
 		case opSet:
@@ -385,7 +390,12 @@ func (st *store) commit() error {
 			b.DeleteRange(o.key, o.end)
 		}
 	}
-	err := st.db.Write(b)
+	var err error
+	if st.turn != nil {
+		err = st.turn.Write(b)
+	} else {
+		err = st.db.Write(b)
+	}
 	size := 0
 	for i := range st.ops {
 		size += len(st.ops[i].key) + len(st.ops[i].val)
