@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/caskade/caskade/internal/record"
@@ -234,6 +235,47 @@ func TestMappedAppendsMixed(t *testing.T) {
 	for i, off := range offs {
 		r, err := f.ReadRecord(off, 3, lens[i], record.Limits{}, nil)
 		if err != nil || r.Version != uint64(i+1) {
+			t.Fatalf("record %d at %d: %v", i, off, err)
+		}
+	}
+}
+
+// When the file system cannot allocate more (no space, or no fallocate),
+// appends go on through WriteAt, and every record stays readable.
+func TestMappedAppendAllocateFails(t *testing.T) {
+	const length = 3 * appendChunk
+	f := mappedFile(t, length)
+	calls := 0
+	allocate = func(file vfs.File, off, n int64) error {
+		calls++
+		if calls > 1 {
+			return syscall.ENOSPC
+		}
+		return vfs.Allocate(file, off, n)
+	}
+	t.Cleanup(func() { allocate = vfs.Allocate })
+	val := make([]byte, 1000)
+	var offs []int64
+	for i := 0; f.Size() < 2*appendChunk; i++ {
+		val[0] = byte(i)
+		off, err := f.Append(record.AppendRecord(nil, record.KindPut, true, uint64(i+1), 0, 0, []byte("key"), val))
+		if err != nil {
+			t.Fatalf("append %d at %d: %v", i, f.Size(), err)
+		}
+		offs = append(offs, off)
+	}
+	if calls != 2 || f.w != nil {
+		t.Fatalf("%d allocations, mapping kept: %v", calls, f.w != nil)
+	}
+	if err := f.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(f.Path); err != nil || st.Size() != f.Size() {
+		t.Fatalf("sealed file is %d bytes, want %d (%v)", st.Size(), f.Size(), err)
+	}
+	for i, off := range offs {
+		r, err := f.ReadRecord(off, 3, 1000, record.Limits{}, nil)
+		if err != nil || r.Value[0] != byte(i) {
 			t.Fatalf("record %d at %d: %v", i, off, err)
 		}
 	}

@@ -134,6 +134,9 @@ func (f *File) MapAppends(length int64) {
 	}
 }
 
+// allocate is vfs.Allocate; tests make it fail.
+var allocate = vfs.Allocate
+
 // mappedAppendMax is the largest append stored through the mapping. A
 // larger one is written: its system call is cheap next to its bytes, and
 // write(2) fills new page cache pages without taking a page fault apiece
@@ -150,7 +153,7 @@ func (f *File) appendMapped(b []byte, off int64) (bool, error) {
 	}
 	if end > f.alloc {
 		n := max(end, min(f.alloc+appendChunk, int64(len(f.w)))) - f.alloc
-		if err := vfs.Allocate(f.f, f.alloc, n); err != nil {
+		if err := allocate(f.f, f.alloc, n); err != nil {
 			// No room, or no fallocate: write from here on, after cutting
 			// whatever the failed call may have extended.
 			f.dropAppendMapping()
