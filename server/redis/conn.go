@@ -46,6 +46,7 @@ func (c *client) retry(err error, attempt int, turn *caskade.Turn) bool {
 // client is one connection.
 type client struct {
 	s       *Server
+	turn    caskade.Turn // of the command (or EXEC) running
 	nc      net.Conn
 	id      int64
 	rd      *resp.Reader
@@ -615,14 +616,15 @@ func (c *client) exec(cmd *command, args [][]byte, now time.Time) {
 		return
 	}
 	record := cmd.has(fWrite)
-	turn := c.s.DB.Turn()
+	c.turn = c.s.DB.Turn()
+	turn := &c.turn // in the client, so that it does not escape per command
 	for attempt := 0; ; attempt++ {
 		mark := len(c.out)
 		if attempt > 0 {
 			now = time.Now()
 		}
 		c.st.beginAt(c.s.DB, record, now)
-		c.st.turn = &turn
+		c.st.turn = turn
 		cmd.fn(c, args)
 		var err error
 		if c.trk.noloop && c.st.dirty() {
@@ -637,7 +639,7 @@ func (c *client) exec(cmd *command, args [][]byte, now time.Time) {
 			break
 		}
 		c.out = c.out[:mark]
-		if c.retry(err, attempt, &turn) {
+		if c.retry(err, attempt, turn) {
 			continue
 		}
 		c.replyErr(engineError(err))

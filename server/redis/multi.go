@@ -156,7 +156,8 @@ func cmdExec(c *client, args [][]byte) {
 	}
 	exec := c.cur
 	db0 := c.db
-	turn := c.s.DB.Turn()
+	c.turn = c.s.DB.Turn()
+	turn := &c.turn
 	defer turn.Done()
 	for attempt := 0; ; attempt++ {
 		c.db = db0
@@ -164,7 +165,7 @@ func cmdExec(c *client, args [][]byte) {
 		st := &c.st
 		st.begin(c.s.DB, true)
 		st.checkRanges = true
-		st.turn = &turn
+		st.turn = turn
 		st.useSnapshot()
 		changed, err := c.watchedChanged(watches, st.snap)
 		if err != nil {
@@ -199,7 +200,7 @@ func cmdExec(c *client, args [][]byte) {
 				c.out = resp.AppendNullArray(c.out, c.proto)
 				break
 			}
-			if c.retry(err, attempt, &turn) {
+			if c.retry(err, attempt, turn) {
 				continue
 			}
 		}
