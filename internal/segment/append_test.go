@@ -28,6 +28,17 @@ func mappedFile(t *testing.T, length int64) *File {
 	return f
 }
 
+// sealExact seals f and checks that the file ends at its last record.
+func sealExact(t *testing.T, f *File) {
+	t.Helper()
+	if err := f.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(f.Path); err != nil || st.Size() != f.Size() {
+		t.Fatalf("sealed file is %d bytes, want %d (%v)", st.Size(), f.Size(), err)
+	}
+}
+
 // Appends through the mapping read back like written ones; the file is
 // allocated ahead of them, and Seal cuts it back to the records.
 func TestMappedAppends(t *testing.T) {
@@ -50,12 +61,7 @@ func TestMappedAppends(t *testing.T) {
 	if st.Size() <= f.Size()-appendChunk || st.Size() > length {
 		t.Fatalf("file size %d while %d bytes are written (mapping %d)", st.Size(), f.Size(), length)
 	}
-	if err := f.Seal(); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(f.Path); err != nil || st.Size() != f.Size() {
-		t.Fatalf("sealed file is %d bytes, want %d (%v)", st.Size(), f.Size(), err)
-	}
+	sealExact(t, f)
 	for i, off := range offs {
 		r, err := f.ReadRecord(off, 3, 1000, record.Limits{}, nil)
 		if err != nil || r.Value[0] != byte(i) || r.Version != uint64(i+1) {
@@ -103,12 +109,7 @@ func TestMappedAppendPastMapping(t *testing.T) {
 	if _, err := f.ReadRecord(off, 3, 5000, record.Limits{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Seal(); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(f.Path); err != nil || st.Size() != f.Size() {
-		t.Fatalf("sealed file is %d bytes, want %d (%v)", st.Size(), f.Size(), err)
-	}
+	sealExact(t, f)
 }
 
 // With ZeroAhead, appends land on zeros written ahead of them and never
@@ -141,12 +142,7 @@ func TestZeroAhead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := f.Seal(); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(f.Path); err != nil || st.Size() != f.Size() {
-		t.Fatalf("sealed file is %d bytes, want %d (%v)", st.Size(), f.Size(), err)
-	}
+	sealExact(t, f)
 	b, err := ReadAll(vfs.OS(), f.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -226,12 +222,7 @@ func TestMappedAppendsMixed(t *testing.T) {
 		}
 		offs, lens = append(offs, off), append(lens, uint32(len(v)))
 	}
-	if err := f.Seal(); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(f.Path); err != nil || st.Size() != f.Size() {
-		t.Fatalf("sealed file is %d bytes, want %d (%v)", st.Size(), f.Size(), err)
-	}
+	sealExact(t, f)
 	for i, off := range offs {
 		r, err := f.ReadRecord(off, 3, lens[i], record.Limits{}, nil)
 		if err != nil || r.Version != uint64(i+1) {
@@ -267,12 +258,7 @@ func TestMappedAppendAllocateFails(t *testing.T) {
 	if calls != 2 || f.w != nil {
 		t.Fatalf("%d allocations, mapping kept: %v", calls, f.w != nil)
 	}
-	if err := f.Seal(); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(f.Path); err != nil || st.Size() != f.Size() {
-		t.Fatalf("sealed file is %d bytes, want %d (%v)", st.Size(), f.Size(), err)
-	}
+	sealExact(t, f)
 	for i, off := range offs {
 		r, err := f.ReadRecord(off, 3, 1000, record.Limits{}, nil)
 		if err != nil || r.Value[0] != byte(i) {
