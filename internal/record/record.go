@@ -166,6 +166,13 @@ func DecodeHeader(b []byte, lim Limits) (Header, error) {
 	return h, nil
 }
 
+// KeyOf returns the key of the record at the start of b, which must hold a
+// record already verified (by Decode or a scan). It aliases b.
+func KeyOf(b []byte) []byte {
+	n := binary.LittleEndian.Uint32(b[25:])
+	return b[HeaderSize : HeaderSize+n : HeaderSize+n]
+}
+
 // Decode decodes the record at the start of b and verifies its checksum. It
 // returns ErrTruncated when b ends before the record does and an error
 // wrapping ErrCorrupt when the record is damaged. Key and Value alias b.

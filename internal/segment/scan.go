@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -221,47 +219,48 @@ func BuildHintsFromData(b []byte, path string, lim record.Limits) ([]byte, error
 }
 
 // streamHints scans a sealed data file and writes its hint file to w,
-// holding only a compact encoding of the entries and a 4-byte index per
-// record (a 256 MiB data file needs about a third of its size in memory,
-// where a Hint per record would need more than its size).
+// holding only the 4-byte offset of each committed record (a 256 MiB file
+// of 140-byte records needs about 7 MiB); keys are compared, and entries
+// built, from the data in b, which is normally the file's mapping.
 func streamHints(w io.Writer, b []byte, path string, lim record.Limits) error {
-	var enc []byte
 	var offs []uint32
 	sr, err := scanData(b, path, ScanStrict, lim, func(h record.Hint) {
-		offs = append(offs, uint32(len(enc)))
-		enc = record.AppendHint(enc, h)
+		offs = append(offs, uint32(h.Offset))
 	})
 	if err != nil {
 		return err
 	}
-	if int64(len(enc)) > math.MaxUint32 {
-		return fmt.Errorf("%w: hint file of %s too large", record.ErrCorrupt, path)
-	}
-	keyAt := func(o uint32) []byte {
-		n := binary.LittleEndian.Uint32(enc[o+record.HintHeaderSize-4:])
-		return enc[o+record.HintHeaderSize : o+record.HintHeaderSize+n]
-	}
+	keyAt := func(o uint32) []byte { return record.KeyOf(b[o:]) } // the scan verified them
 	// By key; among records of one key, file order (the offsets grow).
-	slices.SortFunc(offs, func(a, b uint32) int {
-		if c := bytes.Compare(keyAt(a), keyAt(b)); c != 0 {
+	slices.SortFunc(offs, func(x, y uint32) int {
+		if c := bytes.Compare(keyAt(x), keyAt(y)); c != 0 {
 			return c
 		}
-		return cmp.Compare(a, b)
+		return cmp.Compare(x, y)
 	})
-	if _, err := w.Write(record.AppendHintFileHeader(nil)); err != nil {
-		return err
-	}
+	out := record.AppendHintFileHeader(make([]byte, 0, 64<<10))
 	n := 0
 	for i, o := range offs {
-		if i+1 < len(offs) && bytes.Equal(keyAt(o), keyAt(offs[i+1])) {
+		key := keyAt(o)
+		if i+1 < len(offs) && bytes.Equal(key, keyAt(offs[i+1])) {
 			continue // a later record of the same key wins
 		}
-		if _, err := w.Write(enc[o : o+record.HintHeaderSize+uint32(len(keyAt(o)))]); err != nil {
-			return err
+		h, err := record.DecodeHeader(b[o:], lim)
+		if err != nil {
+			return &CorruptError{Path: path, Offset: int64(o), Err: err}
 		}
+		out = record.AppendHint(out, record.Hint{Kind: h.Kind, Version: h.Version, Expiry: h.Expiry,
+			Offset: int64(o), ValLen: h.ValLen, Key: key})
 		n++
+		if len(out) >= 64<<10 {
+			if _, err := w.Write(out); err != nil {
+				return err
+			}
+			out = out[:0]
+		}
 	}
-	_, err = w.Write(record.AppendHintTrailer(nil, uint64(n), sr.End))
+	out = record.AppendHintTrailer(out, uint64(n), sr.End)
+	_, err = w.Write(out)
 	return err
 }
 

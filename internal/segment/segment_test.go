@@ -116,11 +116,14 @@ func TestBuildHintsFromData(t *testing.T) {
 		n := 1 + r.IntN(3) // a batch of n records
 		for j := range n {
 			k := fmt.Appendf(nil, "k%03d", r.IntN(500))
-			kind, val := record.KindPut, []byte("value")
-			if r.IntN(5) == 0 {
-				kind, val = record.KindDelete, nil
+			kind, val, exp := record.KindPut, []byte("value"), int64(0)
+			if r.IntN(3) == 0 {
+				exp = 1e12 + int64(r.IntN(1e6))
 			}
-			b = record.AppendRecord(b, kind, j == n-1, v, 0, 0, k, val)
+			if r.IntN(5) == 0 {
+				kind, val, exp = record.KindDelete, nil, 0
+			}
+			b = record.AppendRecord(b, kind, j == n-1, v, exp, 0, k, val)
 		}
 	}
 	sr, err := ScanData(b, "f", ScanStrict, record.Limits{})
