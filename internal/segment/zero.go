@@ -25,8 +25,9 @@ var zeros [zeroChunk]byte
 // slower. The price is writing every byte of the file twice.
 //
 // Until Seal cuts them, the zeros follow the last record; after a crash,
-// recovery cuts them like a torn tail. Appends never wait for the zeroer:
-// one that outruns it extends the file itself. The zeroer writes and syncs
+// recovery cuts them like a torn tail. An append that outruns the zeroer
+// extends the file itself, waiting at most for the zeroer's current write
+// of a chunk (not its sync). The zeroer writes and syncs
 // through a handle of its own, so a write-back error it meets is still
 // reported to the writer's own fsync; it stops at its first error.
 //
