@@ -75,19 +75,28 @@ type liveTxns struct {
 // same group (whose versions are all newer).
 func (db *DB) txnConflict(t *txnReq, overlay map[string]int, applies []apply) bool {
 	for _, r := range t.reads {
-		for k := range overlay {
-			if r.contains([]byte(k)) {
+		point := r.point()
+		switch {
+		case point && overlay != nil:
+			// Most reads are of one key: one lookup, not a walk of
+			// everything the group changed so far.
+			if _, ok := overlay[string(r.begin)]; ok {
 				return true
 			}
-		}
-		if overlay == nil {
+		case overlay != nil:
+			for k := range overlay {
+				if r.contains([]byte(k)) {
+					return true
+				}
+			}
+		default:
 			for _, a := range applies {
 				if r.contains(a.key) {
 					return true
 				}
 			}
 		}
-		if r.point() {
+		if point {
 			if e, ok := db.tree.Get(r.begin); ok && e.Version > t.readVersion {
 				return true
 			}
