@@ -192,6 +192,9 @@ func (c *client) serve() {
 			c.s.log.Error("redis: panic serving a client; connection closed",
 				"addr", c.addr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		}
+		// A command that panicked in its turn must not keep the turn
+		// lock: every other commit of the database would wait for it.
+		c.turn.Done()
 		c.cleanup()
 	}()
 	for {

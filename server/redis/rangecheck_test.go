@@ -115,3 +115,36 @@ func TestExecRangeReadsUnderWrites(t *testing.T) {
 		t.Fatalf("execs = %d, %v", got, err)
 	}
 }
+
+// A command that panics while it holds the database's turn lock closes its
+// connection and releases the lock: otherwise every later commit would
+// wait for it.
+func TestPanicInTurnReleasesIt(t *testing.T) {
+	testSpecs = []spec{{name: "testpanicinturn", arity: 1, acl: "keyspace", fn: func(c *client, args [][]byte) {
+		c.turn.Wait(caskade.TurnAfter)
+		panic("test: a command panics in its turn")
+	}}}
+	t.Cleanup(func() { testSpecs = nil })
+	ts := startServer(t, nil)
+	rc := ts.dial()
+	rc.send("TESTPANICINTURN\r\n")
+	rc.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if line, err := rc.br.ReadString('\n'); err == nil {
+		t.Fatalf("the connection stayed open after a panic; it replied %q", line)
+	}
+	if n := ts.srv.panics.Load(); n != 1 {
+		t.Fatalf("%d panics recorded", n)
+	}
+	free := make(chan struct{})
+	go func() {
+		turn := ts.db.Turn()
+		turn.Wait(caskade.TurnAfter)
+		turn.Done()
+		close(free)
+	}()
+	select {
+	case <-free:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the turn lock is still held after the panic")
+	}
+}

@@ -151,9 +151,12 @@ const (
 	cx  = fNoScript | fLoading | fStale
 )
 
+// testSpecs are commands that tests add before a server starts.
+var testSpecs []spec
+
 func newCommandTable() *commandTable {
 	t := &commandTable{m: map[string]*command{}}
-	for _, s := range append(commandSpecs(), orderedSpecs()...) {
+	for _, s := range append(append(commandSpecs(), orderedSpecs()...), testSpecs...) {
 		cmd := t.add(&command{name: s.name, arity: s.arity, flags: s.flags, firstKey: s.first,
 			lastKey: s.last, step: s.step, acl: s.acl, fn: s.fn})
 		for _, ss := range s.subcmd {
