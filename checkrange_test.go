@@ -1,6 +1,7 @@
 package caskade
 
 import (
+	"context"
 	"errors"
 	"testing"
 )
@@ -59,5 +60,33 @@ func TestBatchCheckRange(t *testing.T) {
 	b.CheckRange([]byte("b"), []byte("a"), 0)
 	if err := db.Write(&b); !errors.Is(err, ErrInvalidRange) {
 		t.Fatalf("inverted range: %v", err)
+	}
+}
+
+// A read-only transaction, which never commits, reads its snapshot
+// without making commits keep history for it.
+func TestReadTransactKeepsNoHistory(t *testing.T) {
+	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone})
+	if err := db.Set([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	err := db.ReadTransact(context.Background(), func(tx *Tx) error {
+		if err := db.Delete([]byte("k")); err != nil {
+			return err
+		}
+		db.mu.RLock()
+		kept := len(db.hist.queue)
+		db.mu.RUnlock()
+		if n := db.txns.count.Load(); n != 0 || kept != 0 {
+			t.Errorf("%d live transactions and %d deletions kept for a read-only one", n, kept)
+		}
+		v, err := tx.Get([]byte("k"))
+		if err != nil || string(v) != "v" {
+			t.Errorf("read at the snapshot: %q, %v", v, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -27,7 +27,7 @@ import (
 type Tx struct {
 	db    *DB
 	v     *view
-	id    uint64
+	id    uint64 // in db.txns.reads; 0 for a ReadTransact, which needs no history
 	start time.Time
 
 	writes *btree.BTreeG[*txWrite] // by key
@@ -73,17 +73,27 @@ func (db *DB) Begin() (*Tx, error) {
 	return db.beginRead(), nil
 }
 
-func (db *DB) beginRead() *Tx {
+func (db *DB) beginRead() *Tx { return db.beginTx(true) }
+
+// beginTx starts a transaction; with register, one that may commit, whose
+// read version the commit path must keep history for.
+func (db *DB) beginTx(register bool) *Tx {
 	tx := &Tx{db: db, start: db.opts.Now(),
 		writes: btree.NewBTreeGOptions(func(a, b *txWrite) bool { return bytes.Compare(a.key, b.key) < 0 }, btree.Options{NoLocks: true})}
 	// Register before taking the view, so that the commit path records the
 	// deletions this transaction may need to see.
-	db.txns.count.Add(1)
+	if register {
+		db.txns.count.Add(1)
+	}
 	db.mu.Lock()
-	db.txns.seq++
-	tx.id = db.txns.seq
+	if register {
+		db.txns.seq++
+		tx.id = db.txns.seq
+	}
 	tx.v = db.newViewLocked()
-	db.txns.reads[tx.id] = tx.v.version
+	if register {
+		db.txns.reads[tx.id] = tx.v.version
+	}
 	db.mu.Unlock()
 	tx.snapshotView = TxReader{tx: tx, snapshot: true}
 	tx.reader = TxReader{tx: tx}
@@ -111,10 +121,12 @@ func (tx *Tx) end() {
 		it.Close() // an abandoned TxIterator's; closing twice is harmless
 	}
 	tx.v.release()
-	tx.db.mu.Lock()
-	delete(tx.db.txns.reads, tx.id)
-	tx.db.mu.Unlock()
-	tx.db.txns.count.Add(-1)
+	if tx.id != 0 {
+		tx.db.mu.Lock()
+		delete(tx.db.txns.reads, tx.id)
+		tx.db.mu.Unlock()
+		tx.db.txns.count.Add(-1)
+	}
 }
 
 // ReadVersion returns the version the transaction reads at.
@@ -951,7 +963,9 @@ func (db *DB) ReadTransact(ctx context.Context, fn func(tx *Tx) error) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		tx := db.beginRead()
+		// It never commits, so it needs no history kept: unregistered,
+		// it does not make commits record their deletions.
+		tx := db.beginTx(false)
 		tx.readOnly = true
 		err := runTx(tx, fn)
 		tx.Rollback()
