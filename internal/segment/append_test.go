@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,6 +25,14 @@ func mappedFile(t *testing.T, length int64) *File {
 	f.MapAppends(length)
 	if f.w == nil {
 		t.Skip("no writable mappings on this platform")
+	}
+	probe, err := vfs.OS().Create(filepath.Join(t.TempDir(), "probe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	if err := vfs.Allocate(probe, 0, 4096); err != nil {
+		t.Skipf("the file system does not allocate: %v", err)
 	}
 	return f
 }
