@@ -80,23 +80,16 @@ const (
 	expiryMaxRounds = 16
 )
 
-func (db *DB) expiryLoop() {
-	defer db.bg.Done()
-	t := time.NewTicker(db.opts.ExpiryPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-db.stop:
-			return
-		case <-t.C:
-		}
-		for range expiryMaxRounds {
-			n, expired := db.expireSample()
-			if expired == 0 || expired*4 <= n {
-				break
-			}
+// expireRounds runs sampling rounds while they keep finding many expired
+// keys.
+func (db *DB) expireRounds() bool {
+	for range expiryMaxRounds {
+		n, expired := db.expireSample()
+		if expired == 0 || expired*4 <= n {
+			break
 		}
 	}
+	return true
 }
 
 // expireSample looks at up to expirySample keys with a TTL and forgets the
@@ -136,23 +129,37 @@ const (
 	compactCheck   = time.Second
 )
 
-func (db *DB) keyCompactLoop() {
-	defer db.bg.Done()
-	t := time.NewTicker(compactCheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-db.stop:
-			return
-		case <-t.C:
-		}
-		db.mu.RLock()
-		live, dead := db.tree.ArenaBytes()
-		db.mu.RUnlock()
-		if dead >= compactMinDead && 2*dead >= live {
-			db.compactKeys()
-		}
+// compactKeysIfDead compacts the key directory once its dead bytes call
+// for it.
+func (db *DB) compactKeysIfDead() bool {
+	db.mu.RLock()
+	live, dead := db.tree.ArenaBytes()
+	db.mu.RUnlock()
+	if dead >= compactMinDead && 2*dead >= live {
+		db.compactKeys()
 	}
+	return true
+}
+
+// every runs fn in a background goroutine each period until Close, or
+// until fn reports false.
+func (db *DB) every(period time.Duration, fn func() bool) {
+	db.bg.Add(1)
+	go func() {
+		defer db.bg.Done()
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-db.stop:
+				return
+			case <-t.C:
+			}
+			if !fn() {
+				return
+			}
+		}
+	}()
 }
 
 // compactKeys rebuilds the key directory with only its live keys. It

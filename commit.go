@@ -751,27 +751,20 @@ func (db *DB) applyGroup(applies []apply, ver uint64) {
 	}
 }
 
-// syncLoop fsyncs the active file every SyncInterval under SyncEverySec.
-func (db *DB) syncLoop() {
-	defer db.bg.Done()
-	t := time.NewTicker(db.opts.SyncInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-db.stop:
-			return
-		case <-t.C:
-		}
-		if !db.dirty.Swap(false) {
-			continue
-		}
-		if f := db.active.Load(); f != nil {
-			if err := f.Sync(); err != nil {
-				db.stopWrites(fmt.Errorf("background sync %s: %w", f.Path, err))
-				return
-			}
+// syncDirty fsyncs the active file if anything was appended since the
+// last time; run every SyncInterval under SyncEverySec. It reports false
+// once a failed fsync stopped writes.
+func (db *DB) syncDirty() bool {
+	if !db.dirty.Swap(false) {
+		return true
+	}
+	if f := db.active.Load(); f != nil {
+		if err := f.Sync(); err != nil {
+			db.stopWrites(fmt.Errorf("background sync %s: %w", f.Path, err))
+			return false
 		}
 	}
+	return true
 }
 
 // Sync makes every acknowledged write durable now, whatever the policy.

@@ -158,19 +158,15 @@ func Open(dir string, opts *Options) (*DB, error) {
 		}
 		db.sealed = nil
 		if o.Sync == SyncEverySec {
-			db.bg.Add(1)
-			go db.syncLoop()
+			db.every(o.SyncInterval, db.syncDirty)
 		}
 		if o.ExpiryPeriod > 0 {
-			db.bg.Add(1)
-			go db.expiryLoop()
+			db.every(o.ExpiryPeriod, db.expireRounds)
 		}
 		if o.MergeInterval > 0 {
-			db.bg.Add(1)
-			go db.mergeLoop()
+			db.startMerging()
 		}
-		db.bg.Add(1)
-		go db.keyCompactLoop()
+		db.every(compactCheck, db.compactKeysIfDead)
 	}
 	return db, nil
 }

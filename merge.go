@@ -408,28 +408,20 @@ func (db *DB) NeedsMerge() bool {
 	return fileTrigger || float64(dead)/float64(live+dead) >= db.opts.MergeDeadRatio
 }
 
-// mergeLoop merges on its own when NeedsMerge says so.
-func (db *DB) mergeLoop() {
-	defer db.bg.Done()
-	t := time.NewTicker(db.opts.MergeInterval)
-	defer t.Stop()
+// startMerging merges on its own, every MergeInterval, when NeedsMerge
+// says so; Close cancels a merge that is running.
+func (db *DB) startMerging() {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	go func() {
 		<-db.stop
 		cancel()
 	}()
-	for {
-		select {
-		case <-db.stop:
-			return
-		case <-t.C:
+	db.every(db.opts.MergeInterval, func() bool {
+		if db.NeedsMerge() {
+			if _, err := db.Merge(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed) {
+				db.opts.Logger.Error("caskade: automatic merge failed", "err", err)
+			}
 		}
-		if !db.NeedsMerge() {
-			continue
-		}
-		if _, err := db.Merge(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed) {
-			db.opts.Logger.Error("caskade: automatic merge failed", "err", err)
-		}
-	}
+		return true
+	})
 }
