@@ -22,6 +22,15 @@ waitport() {
   return 1
 }
 
+# start_work: make the temporary directory $work and, at exit, kill the
+# background processes whose pids the script appends to pids and remove
+# $work.
+start_work() {
+  work=$(mktemp -d)
+  pids=()
+  trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+}
+
 # build_caskade DIR: build the caskade binary into DIR.
 build_caskade() {
   (cd "$(dirname "${BASH_SOURCE[0]}")/.." && go build -o "$1/caskade" ./cmd/caskade)

@@ -20,10 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 need redis-server redis-server
 need redis-cli redis-tools
 KEYS=${KEYS:-1000000}
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
+start_work
 build_caskade "$work"
 (cd "$here" && go build -o "$work/maintbench" ./cmd/maintbench)
 

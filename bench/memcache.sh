@@ -11,10 +11,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 need memcached memcached
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
+start_work
 build_caskade "$work"
 (cd "$here/.." && go test -c -o "$work/loadgen.test" ./server/memcache)
 

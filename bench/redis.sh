@@ -19,10 +19,7 @@ srv=() cli=()
 if [ "${PIN:-0}" = 1 ]; then
   srv=(taskset -c 1) cli=(taskset -c 0)
 fi
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
+start_work
 build_caskade "$work"
 
 bench() { # PORT PIPELINE -> "test<TAB>rps" lines
