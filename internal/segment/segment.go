@@ -155,8 +155,9 @@ func (f *File) appendMapped(b []byte, off int64) (bool, error) {
 		n := max(end, min(f.alloc+appendChunk, int64(len(f.w)))) - f.alloc
 		if err := allocate(f.f, f.alloc, n); err != nil {
 			// No room, or no fallocate: write from here on, after cutting
-			// whatever the failed call may have extended.
-			f.dropAppendMapping()
+			// whatever the failed call may have extended. (An unmap that
+			// fails leaves only address space behind.)
+			_ = f.dropAppendMapping()
 			if terr := f.f.Truncate(off); terr != nil {
 				return true, fmt.Errorf("%w: %w (truncate: %w)", ErrTruncateFailed, err, terr)
 			}
@@ -181,10 +182,20 @@ func (f *File) store(b []byte, off int64) (err error) {
 	return nil
 }
 
-func (f *File) dropAppendMapping() {
-	if f.w != nil {
-		vfs.Unmap(f.w)
-		f.w = nil
+func (f *File) dropAppendMapping() error {
+	if f.w == nil {
+		return nil
+	}
+	err := vfs.Unmap(f.w)
+	f.w = nil
+	return err
+}
+
+// stopZeroer stops the zeroer of ZeroAhead, if any.
+func (f *File) stopZeroer() {
+	if f.z != nil {
+		f.z.halt()
+		f.z = nil
 	}
 }
 
@@ -192,20 +203,17 @@ func (f *File) dropAppendMapping() {
 // ahead of the written bytes (see MapAppends and ZeroAhead) and syncs the
 // file.
 func (f *File) Seal() error {
-	if f.z != nil {
-		f.z.halt()
-		f.z = nil
+	if f.z != nil || f.w != nil {
+		f.stopZeroer()
 		if err := f.f.Truncate(f.size.Load()); err != nil {
 			return err
 		}
 	}
-	if f.w != nil {
-		if err := f.f.Truncate(f.size.Load()); err != nil {
-			return err
-		}
-		f.dropAppendMapping()
+	uerr := f.dropAppendMapping()
+	if err := f.f.Sync(); err != nil {
+		return err
 	}
-	return f.f.Sync()
+	return uerr
 }
 
 // Mapped returns the file's valid bytes through its read-only memory
@@ -237,14 +245,12 @@ func (f *File) Release() error {
 	if f.refs.Add(-1) != 0 {
 		return nil
 	}
-	var err error
-	if f.z != nil {
-		f.z.halt()
-		f.z = nil
-	}
-	f.dropAppendMapping()
+	f.stopZeroer()
+	err := f.dropAppendMapping()
 	if f.m != nil {
-		err = vfs.Unmap(f.m)
+		if uerr := vfs.Unmap(f.m); err == nil {
+			err = uerr
+		}
 		f.m = nil
 	}
 	if cerr := f.f.Close(); err == nil {
