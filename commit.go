@@ -79,6 +79,7 @@ type apply struct {
 	flags   uint32
 	version uint64
 	expiry  int64
+	pos     keydir.Pos // where the group's lookup found the key, if it did: applied without a second search
 }
 
 // commit runs ops as one atomic batch and returns its version (0 if the
@@ -251,7 +252,9 @@ func (db *DB) runGroup(group []*commitReq) {
 	var wranges []histRange
 
 	db.mu.RLock()
+	var found keydir.Pos // where the last lookup found its key in the tree
 	lookup := func(key []byte) (keydir.Entry, bool) {
+		found = keydir.Pos{}
 		if overlay != nil {
 			if i, ok := overlay[string(key)]; ok {
 				a := applies[i]
@@ -261,10 +264,11 @@ func (db *DB) runGroup(group []*commitReq) {
 				return keydir.Entry{ValLen: a.valLen, Version: a.version, Expiry: a.expiry, Offset: -1 - int64(i)}, true
 			}
 		}
-		e, ok := db.tree.Get(key)
+		e, p, ok := db.tree.Find(key)
 		if ok && e.Expired(now) {
 			return e, false
 		}
+		found = p
 		return e, ok
 	}
 	// current reads key's value, flags and expiry as the group sees it; a
@@ -324,7 +328,7 @@ func (db *DB) runGroup(group []*commitReq) {
 				}
 				o.result = cur + o.delta
 				db.numBuf = strconv.AppendInt(db.numBuf[:0], o.result, 10)
-				put(apply{key: o.key, valLen: uint32(len(db.numBuf)), expiry: exp, flags: flags}, record.KindPut, db.numBuf)
+				put(apply{key: o.key, valLen: uint32(len(db.numBuf)), expiry: exp, flags: flags, pos: found}, record.KindPut, db.numBuf)
 			case opSet:
 				put(apply{key: o.key, valLen: uint32(len(o.value)), expiry: o.expiry, flags: o.flags}, record.KindPut, o.value)
 			case opDelete:
@@ -356,7 +360,7 @@ func (db *DB) runGroup(group []*commitReq) {
 					readErr = err
 					break
 				}
-				put(apply{key: o.key, valLen: e.ValLen, expiry: o.expiry, flags: flags}, record.KindPut, val)
+				put(apply{key: o.key, valLen: e.ValLen, expiry: o.expiry, flags: flags, pos: found}, record.KindPut, val)
 			case opAtomic:
 				cur, flags, exp, live, err := current(o.key)
 				if err != nil {
@@ -368,7 +372,7 @@ func (db *DB) runGroup(group []*commitReq) {
 				case del && live:
 					put(apply{key: o.key, del: true}, record.KindDelete, nil)
 				case !del:
-					put(apply{key: o.key, valLen: uint32(len(nv)), expiry: exp, flags: flags}, record.KindPut, nv)
+					put(apply{key: o.key, valLen: uint32(len(nv)), expiry: exp, flags: flags, pos: found}, record.KindPut, nv)
 				}
 			case opSetVSKey, opSetVSValue:
 				k, val := o.key, o.value
@@ -723,7 +727,9 @@ func (db *DB) applyGroup(applies []apply, ver uint64) {
 			}
 		} else {
 			e := keydir.Entry{FileID: a.fid, ValLen: a.valLen, Offset: a.rel, Version: a.version, Expiry: a.expiry}
-			old, had = db.tree.Set(a.key, e)
+			if old, had = db.tree.SetAt(a.pos, a.key, e); !had {
+				old, had = db.tree.Set(a.key, e)
+			}
 			st := db.fstats[a.fid]
 			st.live += a.size
 			st.liveKeys++

@@ -121,6 +121,7 @@ type Tree struct {
 	bases    *fileBases
 	readOnly bool
 	tracked  map[string]struct{} // keys changed since Track, if tracking
+	shape    uint64              // counts the Sets and Deletes, which may move items (see Pos)
 }
 
 // New returns an empty Tree.
@@ -399,6 +400,65 @@ func (t *Tree) searchInner(n *node, key []byte) int {
 	return lo
 }
 
+// Pos is where Find found a key. While the tree keeps its shape (no Set,
+// Delete or Clone since), SetAt replaces the key's entry there without
+// searching the tree again: a read-modify-write (an increment, an atomic
+// operation) then walks the tree once instead of twice.
+type Pos struct {
+	leaf  *node
+	i     int
+	shape uint64
+}
+
+// Find returns the entry for key and, if key is present, its Pos.
+func (t *Tree) Find(key []byte) (Entry, Pos, bool) {
+	n := t.root
+	if n == nil {
+		return Entry{}, Pos{}, false
+	}
+	for !n.leaf() {
+		n = n.kids[t.searchInner(n, key)]
+	}
+	i, ok := t.searchLeaf(n, key)
+	if !ok {
+		return Entry{}, Pos{}, false
+	}
+	return t.entry(n.items[i]), Pos{n, i, t.shape}, true
+}
+
+// SetAt replaces the entry of key, which Find found at p, and returns the
+// entry it had, as Set does. It changes nothing and reports false if the
+// tree changed shape since Find, or p is not key's; call Set then.
+func (t *Tree) SetAt(p Pos, key []byte, e Entry) (old Entry, ok bool) {
+	t.mutable()
+	if p.leaf == nil || p.shape != t.shape || p.leaf.gen != t.gen || p.i >= p.leaf.n {
+		return Entry{}, false // moved, or shared with a clone (path copying needs Set)
+	}
+	it := &p.leaf.items[p.i]
+	if !bytes.Equal(t.keyOf(it.kref), key) {
+		return Entry{}, false
+	}
+	if t.tracked != nil {
+		t.tracked[string(key)] = struct{}{}
+	}
+	return t.replace(it, key, e), true
+}
+
+// replace sets the entry of key's item it in a mutable leaf and returns the
+// entry it had.
+func (t *Tree) replace(it *item, key []byte, e Entry) Entry {
+	old := t.entry(*it)
+	if e.Expiry != 0 {
+		// The old expiry may be read by clones: write a new key copy.
+		t.ar.dead += refSize(it.kref, len(key), old.Expiry != 0)
+		it.kref = it.kref&^refMask | t.al.put(key, true, e.Expiry) // keeps the hint
+	}
+	// Without an expiry, the old reference (with or without an expiry
+	// slot) still names the key.
+	t.pack(it, e)
+	return old
+}
+
 // Get returns the entry for key.
 func (t *Tree) Get(key []byte) (Entry, bool) {
 	n := t.root
@@ -497,6 +557,7 @@ func (t *Tree) Set(key []byte, e Entry) (old Entry, replaced bool) {
 	if t.tracked != nil {
 		t.tracked[string(key)] = struct{}{}
 	}
+	t.shape++
 	if t.root == nil {
 		t.root = t.newLeaf()
 	}
@@ -520,17 +581,7 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 	if n.leaf() {
 		i, found := t.searchLeaf(n, key)
 		if found {
-			it := &n.items[i]
-			old = t.entry(*it)
-			if e.Expiry != 0 {
-				// The old expiry may be read by clones: write a new key copy.
-				t.ar.dead += refSize(it.kref, len(key), old.Expiry != 0)
-				it.kref = it.kref&^refMask | t.al.put(key, true, e.Expiry) // keeps the hint
-			}
-			// Without an expiry, the old reference (with or without an
-			// expiry slot) still names the key.
-			t.pack(it, e)
-			return old, true, nil, 0
+			return t.replace(&n.items[i], key, e), true, nil, 0
 		}
 		var it item
 		it.kref = t.al.put(key, e.Expiry != 0, e.Expiry)
@@ -655,6 +706,7 @@ func (t *Tree) Delete(key []byte) (Entry, bool) {
 	if t.tracked != nil {
 		t.tracked[string(key)] = struct{}{}
 	}
+	t.shape++
 	t.root = t.mut(t.root)
 	old := t.remove(t.root, key)
 	t.count--

@@ -84,6 +84,15 @@ func TestModel(t *testing.T) {
 		m map[string]Entry
 	}
 	var clones []clone
+	// Positions from Find, with the count of shape changes (Set, Delete,
+	// Clone) at the time: SetAt must use one exactly while none happened.
+	type held struct {
+		pos    Pos
+		key    []byte
+		shapes int
+	}
+	var found []held
+	shapes := 0
 	keyspace := 3000
 	key := func() []byte {
 		k := fmt.Appendf(nil, "%05d", r.IntN(keyspace))
@@ -111,7 +120,8 @@ func TestModel(t *testing.T) {
 				t.Fatalf("step %d: Set %q replaced %v %+v, want %v %+v", step, k, replaced, old, had, want)
 			}
 			m[string(k)] = e
-		case n < 90:
+			shapes++
+		case n < 85:
 			k := key()
 			old, ok := tr.Delete(k)
 			want, had := m[string(k)]
@@ -119,14 +129,42 @@ func TestModel(t *testing.T) {
 				t.Fatalf("step %d: Delete %q = %v %+v, want %v %+v", step, k, ok, old, had, want)
 			}
 			delete(m, string(k))
+			if ok {
+				shapes++ // deleting an absent key changes nothing
+			}
+		case n < 90:
+			if len(found) == 0 {
+				break
+			}
+			h := found[r.IntN(len(found))]
+			k := h.key
+			if r.IntN(10) == 0 {
+				k = key() // most likely another key's, which SetAt must refuse
+			}
+			e := entryFor(r, step)
+			old, ok := tr.SetAt(h.pos, k, e)
+			// A leaf shared with a clone needs its path copied: Set.
+			want := h.shapes == shapes && bytes.Equal(k, h.key) && h.pos.leaf.gen == tr.gen
+			if ok != want || (ok && old != m[string(k)]) {
+				t.Fatalf("step %d: SetAt %q = %v %+v, want %v %+v", step, k, ok, old, want, m[string(k)])
+			}
+			if ok {
+				m[string(k)] = e
+			}
 		case n < 92:
 			clones = append(clones, clone{tr.Clone(), maps.Clone(m)})
+			shapes++
 		case n < 96:
 			k := key()
 			e, ok := tr.Get(k)
 			want, had := m[string(k)]
 			if ok != had || e != want {
 				t.Fatalf("step %d: Get %q = %v %+v", step, k, ok, e)
+			}
+			if fe, pos, fok := tr.Find(k); fok != had || fe != want {
+				t.Fatalf("step %d: Find %q = %v %+v", step, k, fok, fe)
+			} else if fok {
+				found = append(found[max(0, len(found)-8):], held{pos, k, shapes})
 			}
 			// Probe finds every key; for an absent key it may name a
 			// candidate, but only one to verify.
