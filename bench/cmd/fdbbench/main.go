@@ -16,7 +16,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,6 +40,8 @@ var (
 	procs    = flag.Int("procs", 1, "GOMAXPROCS")
 	syncPol  = flag.String("sync", "always", "sync policy: always, everysec or none")
 	out      = flag.String("out", "", "also write the markdown table to this file")
+	only     = flag.String("run", "", "run only the workloads whose names match this regular expression (the writes scatter the records that the reads read)")
+	cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of the workloads run to this file")
 )
 
 func key(i uint64) []byte {
@@ -189,7 +193,24 @@ func main() {
 	fmt.Fprintf(&sb, "GOMAXPROCS=%d, sync=%s, %d keys preloaded, %v per workload, %s\n\n", *procs, policy, *keys, *duration, time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(&sb, "| workload | caskade | FoundationDB (published, 1 core) | ratio | target 2x |\n| --- | --- | --- | --- | --- |\n")
 	fmt.Print(sb.String())
+	match, err := regexp.Compile(*only)
+	if err != nil {
+		fail(err)
+	}
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	for _, w := range workloads {
+		if !match.MatchString(w.name) {
+			continue
+		}
 		rate, err := w.run(ctx, db, *duration)
 		if err != nil {
 			fail(fmt.Errorf("%s: %w", w.name, err))
