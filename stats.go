@@ -8,7 +8,8 @@ import (
 // FileStats describes one data file.
 type FileStats struct {
 	ID        uint32
-	Size      int64 // bytes on disk, header included
+	Size      int64 // bytes of the file's header and records
+	DiskBytes int64 // the file's length on disk: Size, plus space reserved ahead of the records of the active file
 	LiveBytes int64 // bytes of records the key directory points to
 	DeadBytes int64 // bytes of overwritten, deleted or expired records and tombstones
 	LiveKeys  int
@@ -26,7 +27,10 @@ type Stats struct {
 	Version uint64
 	// Files lists the data files in id order.
 	Files []FileStats
-	// LiveBytes, DeadBytes and DiskBytes sum the files'.
+	// LiveBytes, DeadBytes and DiskBytes sum the files'. DiskBytes counts
+	// the space the active file reserves ahead of its records (up to 4 MiB
+	// allocated for mapped appends under SyncNone and SyncEverySec, a few
+	// MiB of zeros under SyncAlways); hint files are not counted.
 	LiveBytes, DeadBytes, DiskBytes int64
 	// OpenSnapshots counts open snapshots and iterators.
 	OpenSnapshots int
@@ -79,14 +83,14 @@ func (db *DB) Stats() Stats {
 	}
 	for id, f := range db.fset.files {
 		st := db.fstats[id]
-		fs := FileStats{ID: id, Size: f.Size(), Active: active != nil && active.ID == id}
+		fs := FileStats{ID: id, Size: f.Size(), DiskBytes: f.DiskSize(), Active: active != nil && active.ID == id}
 		if st != nil {
 			fs.LiveBytes, fs.LiveKeys = st.live, st.liveKeys
 			fs.DeadBytes = st.dead
 		}
 		s.LiveBytes += fs.LiveBytes
 		s.DeadBytes += fs.DeadBytes
-		s.DiskBytes += fs.Size
+		s.DiskBytes += fs.DiskBytes
 		s.Files = append(s.Files, fs)
 	}
 	slices.SortFunc(s.Files, func(a, b FileStats) int { return cmp.Compare(a.ID, b.ID) })

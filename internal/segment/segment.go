@@ -86,6 +86,7 @@ type File struct {
 	m      []byte       // read-only mapping, or nil
 	w      []byte       // writable mapping for appends (MapAppends), or nil
 	alloc  int64        // with w: the file's size, allocated ahead of size
+	extent atomic.Int64 // the file's length if past size: space allocated or zero-filled ahead
 	z      *zeroer      // zero-fills ahead of appends (ZeroAhead), or nil
 	refs   atomic.Int64
 	remove atomic.Bool // delete the file at gone when the last reference goes
@@ -158,12 +159,14 @@ func (f *File) appendMapped(b []byte, off int64) (bool, error) {
 			// whatever the failed call may have extended. (An unmap that
 			// fails leaves only address space behind.)
 			_ = f.dropAppendMapping()
+			f.extent.Store(off)
 			if terr := f.f.Truncate(off); terr != nil {
 				return true, fmt.Errorf("%w: %w (truncate: %w)", ErrTruncateFailed, err, terr)
 			}
 			return false, nil
 		}
 		f.alloc += n
+		f.extent.Store(f.alloc)
 	}
 	return true, f.store(b, off)
 }
@@ -208,6 +211,7 @@ func (f *File) Seal() error {
 		if err := f.f.Truncate(f.size.Load()); err != nil {
 			return err
 		}
+		f.extent.Store(0)
 	}
 	uerr := f.dropAppendMapping()
 	if err := f.f.Sync(); err != nil {
@@ -379,6 +383,11 @@ func Open(fs vfs.FS, dir string, id uint32, size int64, writable bool) (*File, e
 
 // Size returns the end of the valid bytes of the file.
 func (f *File) Size() int64 { return f.size.Load() }
+
+// DiskSize returns the file's length on disk: Size, or more while space
+// past the records is allocated or zero-filled for appends (see MapAppends
+// and ZeroAhead; Seal cuts it).
+func (f *File) DiskSize() int64 { return max(f.size.Load(), f.extent.Load()) }
 
 // Append writes b at the end of the file and returns the offset it was
 // written at. If the write fails, Append cuts the file back to its previous

@@ -119,6 +119,9 @@ func (z *zeroer) fill() (bool, error) {
 	_, err := z.h.WriteAt(zeros[:n], at)
 	if err == nil {
 		z.end.Store(at + n)
+		if at+n > z.f.extent.Load() {
+			z.f.extent.Store(at + n)
+		}
 	}
 	z.mu.Unlock()
 	if err != nil {
