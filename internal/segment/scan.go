@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -214,37 +215,55 @@ func BuildHints(hints []record.Hint, dataSize int64) []byte {
 // BuildHints of the scan's records.
 func BuildHintsFromData(b []byte, path string, lim record.Limits) ([]byte, error) {
 	var buf bytes.Buffer
-	err := streamHints(&buf, b, path, lim)
+	err := streamHints(&buf, b, path, lim, nil)
 	return buf.Bytes(), err
 }
 
 // streamHints scans a sealed data file and writes its hint file to w,
-// holding only the 4-byte offset of each committed record (a 256 MiB file
-// of 140-byte records needs about 7 MiB); keys are compared, and entries
-// built, from the data in b, which is normally the file's mapping.
-func streamHints(w io.Writer, b []byte, path string, lim record.Limits) error {
-	var offs []uint32
+// holding 12 bytes per committed record (a 256 MiB file of 140-byte records
+// needs about 23 MiB): its offset and a window of its key (hintSortEntry);
+// keys are read, and entries built, from the data in b, which is normally
+// the file's mapping.
+func streamHints(w io.Writer, b []byte, path string, lim record.Limits, tick func()) error {
+	if tick == nil {
+		tick = func() {}
+	}
+	// The scan: every committed record's offset, and the length of the
+	// prefix that all keys share (the shortest common prefix of a key with
+	// the first one).
+	var ents []hintSortEntry
+	var first []byte
+	lcp := -1
 	sr, err := scanData(b, path, ScanStrict, lim, func(h record.Hint) {
-		offs = append(offs, uint32(h.Offset))
+		ents = append(ents, hintSortEntry{off: uint32(h.Offset)})
+		switch {
+		case lcp < 0:
+			first, lcp = h.Key, len(h.Key)
+		case lcp > 0:
+			lcp = commonPrefix(first[:lcp], h.Key)
+		}
+		tick()
 	})
 	if err != nil {
 		return err
 	}
+	lcp = max(lcp, 0)
 	keyAt := func(o uint32) []byte { return record.KeyOf(b[o:]) } // the scan verified them
-	// By key; among records of one key, file order (the offsets grow).
-	slices.SortFunc(offs, func(x, y uint32) int {
-		if c := bytes.Compare(keyAt(x), keyAt(y)); c != 0 {
-			return c
-		}
-		return cmp.Compare(x, y)
-	})
+	// In file order, so that the keys are read sequentially.
+	for i := range ents {
+		ents[i].setWindow(keyAt(ents[i].off)[lcp:])
+		tick()
+	}
+	sortByKey(ents, lcp, keyAt, tick)
 	out := record.AppendHintFileHeader(make([]byte, 0, 64<<10))
 	n := 0
-	for i, o := range offs {
-		key := keyAt(o)
-		if i+1 < len(offs) && bytes.Equal(key, keyAt(offs[i+1])) {
+	for _, e := range ents {
+		tick()
+		if e.lo&superseded != 0 {
 			continue // a later record of the same key wins
 		}
+		o := e.off
+		key := keyAt(o)
 		h, err := record.DecodeHeader(b[o:], lim)
 		if err != nil {
 			return &CorruptError{Path: path, Offset: int64(o), Err: err}
@@ -368,9 +387,11 @@ func WriteHints(fs vfs.FS, dir string, id uint32, buf []byte) error {
 
 // WriteHintsFromData writes the hint file of the sealed data file id whose
 // contents are b, as WriteHints(BuildHintsFromData(b)) would, streaming the
-// sorted entries to the file instead of building them in memory.
-func WriteHintsFromData(fs vfs.FS, dir string, id uint32, b []byte, path string, lim record.Limits) error {
-	return writeHintFile(fs, dir, id, func(w io.Writer) error { return streamHints(w, b, path, lim) })
+// sorted entries to the file instead of building them in memory. It calls
+// tick (if not nil) once per record scanned, comparison and entry written,
+// so that a background caller can pace itself.
+func WriteHintsFromData(fs vfs.FS, dir string, id uint32, b []byte, path string, lim record.Limits, tick func()) error {
+	return writeHintFile(fs, dir, id, func(w io.Writer) error { return streamHints(w, b, path, lim, tick) })
 }
 
 // writeHintFile writes a hint file atomically: to a temporary file, synced,
@@ -418,4 +439,78 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 	n, err := w.f.WriteAt(p, w.off)
 	w.off += int64(n)
 	return n, err
+}
+
+// hintSortEntry is a record to sort by key: its offset, and a window of
+// its key at some depth: 7 bytes from there, zero-padded, then the length of
+// the rest (8: more than 7). Windows at one depth order keys that agree
+// before it as the keys do; equal windows mean equal keys if the rest is at
+// most 7 bytes, and otherwise call for the next window.
+type hintSortEntry struct {
+	hi, lo uint32 // the window; lo's low byte is the length, and superseded
+	off    uint32
+}
+
+// superseded marks, in lo, a record that a later record of its key
+// follows in the sorted order.
+const superseded = 0x80
+
+func (e *hintSortEntry) setWindow(rest []byte) {
+	var w [8]byte
+	copy(w[:7], rest)
+	w[7] = byte(min(len(rest), 8))
+	v := binary.BigEndian.Uint64(w[:])
+	e.hi, e.lo = uint32(v>>32), uint32(v)
+}
+
+func (x hintSortEntry) sameWindow(y hintSortEntry) bool { return x.hi == y.hi && x.lo == y.lo }
+
+// sortByKey sorts ents, whose keys agree on their first depth bytes and
+// whose windows are at depth, by key and then offset, and marks each record
+// that another record of its key follows. It sorts by window and sorts
+// each run of equal windows again by the keys' next window (a most
+// significant digit radix sort with 7-byte digits), so each key is read
+// from the file once per 7 bytes that it shares with another, instead of
+// at every comparison.
+func sortByKey(ents []hintSortEntry, depth int, keyAt func(uint32) []byte, tick func()) {
+	slices.SortFunc(ents, func(x, y hintSortEntry) int {
+		tick()
+		if x.hi != y.hi {
+			return cmp.Compare(x.hi, y.hi)
+		}
+		if x.lo != y.lo {
+			return cmp.Compare(x.lo, y.lo)
+		}
+		return cmp.Compare(x.off, y.off)
+	})
+	for i := 0; i < len(ents); {
+		j := i + 1
+		for j < len(ents) && ents[j].sameWindow(ents[i]) {
+			j++
+		}
+		switch {
+		case j-i == 1:
+		case ents[i].lo&0xff <= 7: // one key, in file order
+			for k := i; k < j-1; k++ {
+				ents[k].lo |= superseded
+			}
+		default:
+			for k := i; k < j; k++ {
+				ents[k].setWindow(keyAt(ents[k].off)[depth+7:])
+				tick()
+			}
+			sortByKey(ents[i:j], depth+7, keyAt, tick)
+		}
+		i = j
+	}
+}
+
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }

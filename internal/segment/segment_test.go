@@ -108,14 +108,40 @@ func TestHintCursorAt(t *testing.T) {
 	}
 }
 
-// BuildHintsFromData gives exactly what BuildHints of a scan gives.
+// BuildHintsFromData gives exactly what BuildHints of a scan gives, for
+// keys of several shapes: short ones after a common prefix, long ones whose
+// 7-byte sort windows tie (some prefixes of others, some with zero bytes),
+// and keys with no common prefix.
 func TestBuildHintsFromData(t *testing.T) {
+	shapes := map[string]func(r *rand.Rand) []byte{
+		"short": func(r *rand.Rand) []byte { return fmt.Appendf(nil, "k%03d", r.IntN(500)) },
+		"long": func(r *rand.Rand) []byte {
+			k := fmt.Appendf(nil, "tenant/42/%03d", r.IntN(40))
+			for range r.IntN(12) {
+				k = append(k, "\x00ab"[r.IntN(3)])
+			}
+			return k
+		},
+		"mixed": func(r *rand.Rand) []byte {
+			k := []byte{byte(r.IntN(4))}
+			for range r.IntN(10) {
+				k = append(k, byte(r.IntN(3)))
+			}
+			return k
+		},
+	}
+	for name, key := range shapes {
+		t.Run(name, func(t *testing.T) { testBuildHintsFromData(t, key) })
+	}
+}
+
+func testBuildHintsFromData(t *testing.T, key func(r *rand.Rand) []byte) {
 	r := rand.New(rand.NewPCG(3, 4))
 	b := record.AppendFileHeader(nil)
 	for v := uint64(1); v < 3000; v++ {
 		n := 1 + r.IntN(3) // a batch of n records
 		for j := range n {
-			k := fmt.Appendf(nil, "k%03d", r.IntN(500))
+			k := key(r)
 			kind, val, exp := record.KindPut, []byte("value"), int64(0)
 			if r.IntN(3) == 0 {
 				exp = 1e12 + int64(r.IntN(1e6))
@@ -138,5 +164,26 @@ func TestBuildHintsFromData(t *testing.T) {
 	b[len(b)/2] ^= 1
 	if _, err := BuildHintsFromData(b, "f", record.Limits{}); err == nil {
 		t.Fatal("damage not reported")
+	}
+}
+
+// BenchmarkBuildHintsFromData builds the hint file of a data file of 1M
+// records of keys shaped like redis-benchmark's ("key:" or "counter:" and
+// 12 digits, drawn from 700k, so some repeat) and 100-byte values, written
+// in random key order.
+func BenchmarkBuildHintsFromData(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	data := record.AppendFileHeader(nil)
+	val := make([]byte, 100)
+	for v := uint64(1); v <= 1_000_000; v++ {
+		k := fmt.Appendf(nil, "%s:%012d", [2]string{"key", "counter"}[r.IntN(2)], r.IntN(350_000))
+		data = record.AppendRecord(data, record.KindPut, true, v, 0, 0, k, val)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := BuildHintsFromData(data, "f", record.Limits{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
