@@ -63,7 +63,7 @@ func (db *DB) writeHint(id uint32) {
 		b, err = segment.ReadAll(db.fs, path)
 	}
 	if err == nil {
-		err = segment.WriteHintsFromData(db.fs, db.dir, id, b, path, db.lim, nil)
+		err = segment.WriteHintsFromData(db.fs, db.dir, id, b, path, db.lim)
 	}
 	if err != nil {
 		db.opts.Logger.Warn("caskade: cannot write hint file", "file", path, "err", err)

@@ -215,7 +215,7 @@ func BuildHints(hints []record.Hint, dataSize int64) []byte {
 // BuildHints of the scan's records.
 func BuildHintsFromData(b []byte, path string, lim record.Limits) ([]byte, error) {
 	var buf bytes.Buffer
-	err := streamHints(&buf, b, path, lim, nil)
+	err := streamHints(&buf, b, path, lim)
 	return buf.Bytes(), err
 }
 
@@ -224,10 +224,7 @@ func BuildHintsFromData(b []byte, path string, lim record.Limits) ([]byte, error
 // needs about 23 MiB): its offset and a window of its key (hintSortEntry);
 // keys are read, and entries built, from the data in b, which is normally
 // the file's mapping.
-func streamHints(w io.Writer, b []byte, path string, lim record.Limits, tick func()) error {
-	if tick == nil {
-		tick = func() {}
-	}
+func streamHints(w io.Writer, b []byte, path string, lim record.Limits) error {
 	// The scan: every committed record's offset, and the length of the
 	// prefix that all keys share (the shortest common prefix of a key with
 	// the first one).
@@ -242,7 +239,6 @@ func streamHints(w io.Writer, b []byte, path string, lim record.Limits, tick fun
 		case lcp > 0:
 			lcp = commonPrefix(first[:lcp], h.Key)
 		}
-		tick()
 	})
 	if err != nil {
 		return err
@@ -252,13 +248,11 @@ func streamHints(w io.Writer, b []byte, path string, lim record.Limits, tick fun
 	// In file order, so that the keys are read sequentially.
 	for i := range ents {
 		ents[i].setWindow(keyAt(ents[i].off)[lcp:])
-		tick()
 	}
-	sortByKey(ents, lcp, keyAt, tick)
+	sortByKey(ents, lcp, keyAt)
 	out := record.AppendHintFileHeader(make([]byte, 0, 64<<10))
 	n := 0
 	for _, e := range ents {
-		tick()
 		if e.lo&superseded != 0 {
 			continue // a later record of the same key wins
 		}
@@ -387,11 +381,9 @@ func WriteHints(fs vfs.FS, dir string, id uint32, buf []byte) error {
 
 // WriteHintsFromData writes the hint file of the sealed data file id whose
 // contents are b, as WriteHints(BuildHintsFromData(b)) would, streaming the
-// sorted entries to the file instead of building them in memory. It calls
-// tick (if not nil) once per record scanned, comparison and entry written,
-// so that a background caller can pace itself.
-func WriteHintsFromData(fs vfs.FS, dir string, id uint32, b []byte, path string, lim record.Limits, tick func()) error {
-	return writeHintFile(fs, dir, id, func(w io.Writer) error { return streamHints(w, b, path, lim, tick) })
+// sorted entries to the file instead of building them in memory.
+func WriteHintsFromData(fs vfs.FS, dir string, id uint32, b []byte, path string, lim record.Limits) error {
+	return writeHintFile(fs, dir, id, func(w io.Writer) error { return streamHints(w, b, path, lim) })
 }
 
 // writeHintFile writes a hint file atomically: to a temporary file, synced,
@@ -472,9 +464,8 @@ func (x hintSortEntry) sameWindow(y hintSortEntry) bool { return x.hi == y.hi &&
 // significant digit radix sort with 7-byte digits), so each key is read
 // from the file once per 7 bytes that it shares with another, instead of
 // at every comparison.
-func sortByKey(ents []hintSortEntry, depth int, keyAt func(uint32) []byte, tick func()) {
+func sortByKey(ents []hintSortEntry, depth int, keyAt func(uint32) []byte) {
 	slices.SortFunc(ents, func(x, y hintSortEntry) int {
-		tick()
 		if x.hi != y.hi {
 			return cmp.Compare(x.hi, y.hi)
 		}
@@ -497,9 +488,8 @@ func sortByKey(ents []hintSortEntry, depth int, keyAt func(uint32) []byte, tick 
 		default:
 			for k := i; k < j; k++ {
 				ents[k].setWindow(keyAt(ents[k].off)[depth+7:])
-				tick()
 			}
-			sortByKey(ents[i:j], depth+7, keyAt, tick)
+			sortByKey(ents[i:j], depth+7, keyAt)
 		}
 		i = j
 	}
