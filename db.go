@@ -86,6 +86,8 @@ type DB struct {
 	groups       atomic.Uint64 // group commits (Stats.Groups)
 	commits      atomic.Uint64 // commits in them (Stats.Commits)
 	stop         chan struct{}
+	hintMu       sync.Mutex
+	hintSizes    map[uint32]int64 // lengths of hint files seen by Stats
 	bg           sync.WaitGroup
 	hints        chan uint32
 	hintsWriting atomic.Bool // the hint worker is writing one

@@ -109,7 +109,7 @@ func canAllocate(t *testing.T, dir string) bool {
 }
 
 // DiskBytes counts the space the active file reserves ahead of its records,
-// as the file system does, and Close gives it back.
+// as the file system does, and Close gives it back; it counts hint files.
 func TestDiskBytesCountsReservedSpace(t *testing.T) {
 	for _, sync := range []SyncPolicy{SyncEverySec, SyncAlways} {
 		t.Run(sync.String(), func(t *testing.T) {
@@ -124,7 +124,7 @@ func TestDiskBytesCountsReservedSpace(t *testing.T) {
 				names, _ := vfs.OS().List(dir)
 				var n int64
 				for _, name := range names {
-					if _, kind := segment.Parse(name); kind == segment.KindData {
+					if _, kind := segment.Parse(name); kind == segment.KindData || kind == segment.KindHint {
 						fi, err := os.Stat(filepath.Join(dir, name))
 						if err != nil {
 							t.Fatal(err)
@@ -153,8 +153,16 @@ func TestDiskBytesCountsReservedSpace(t *testing.T) {
 				t.Fatal(err)
 			}
 			db = openTest(t, dir, &Options{Sync: sync, ReadOnly: true})
-			if st := db.Stats(); st.DiskBytes != onDisk() {
+			st = db.Stats()
+			if st.DiskBytes != onDisk() {
 				t.Fatalf("after Close: DiskBytes %d, files on disk %d bytes", st.DiskBytes, onDisk())
+			}
+			hints := int64(0)
+			for _, f := range st.Files {
+				hints += f.HintBytes
+			}
+			if hints == 0 {
+				t.Fatal("no hint file counted after Close sealed the file")
 			}
 		})
 	}

@@ -2,7 +2,10 @@ package caskade
 
 import (
 	"cmp"
+	"path/filepath"
 	"slices"
+
+	"github.com/caskade/caskade/internal/segment"
 )
 
 // FileStats describes one data file.
@@ -10,6 +13,7 @@ type FileStats struct {
 	ID        uint32
 	Size      int64 // bytes of the file's header and records
 	DiskBytes int64 // the file's length on disk: Size, plus space reserved ahead of the records of the active file
+	HintBytes int64 // the length of its hint file (0: none yet)
 	LiveBytes int64 // bytes of records the key directory points to
 	DeadBytes int64 // bytes of overwritten, deleted or expired records and tombstones
 	LiveKeys  int
@@ -27,10 +31,11 @@ type Stats struct {
 	Version uint64
 	// Files lists the data files in id order.
 	Files []FileStats
-	// LiveBytes, DeadBytes and DiskBytes sum the files'. DiskBytes counts
-	// the space the active file reserves ahead of its records (up to 4 MiB
-	// allocated for mapped appends under SyncNone and SyncEverySec, a few
-	// MiB of zeros under SyncAlways); hint files are not counted.
+	// LiveBytes, DeadBytes and DiskBytes sum the files'; DiskBytes also
+	// counts their hint files (HintBytes). It includes the space the active
+	// file reserves ahead of its records (up to 4 MiB allocated for mapped
+	// appends under SyncNone and SyncEverySec, a few MiB of zeros under
+	// SyncAlways).
 	LiveBytes, DeadBytes, DiskBytes int64
 	// OpenSnapshots counts open snapshots and iterators.
 	OpenSnapshots int
@@ -63,7 +68,6 @@ func (db *DB) Stats() Stats {
 	werr := db.writeErr
 	db.cmu.Unlock()
 	db.mu.RLock()
-	defer db.mu.RUnlock()
 	s := Stats{
 		Commits:       db.commits.Load(),
 		Groups:        db.groups.Load(),
@@ -94,5 +98,43 @@ func (db *DB) Stats() Stats {
 		s.Files = append(s.Files, fs)
 	}
 	slices.SortFunc(s.Files, func(a, b FileStats) int { return cmp.Compare(a.ID, b.ID) })
+	db.mu.RUnlock()
+	db.addHintSizes(&s)
 	return s
+}
+
+// addHintSizes fills in the lengths of the files' hint files and adds them
+// to s.DiskBytes. A hint file never changes once written (in the
+// background, after its data file is sealed), so each length is read from
+// the file system once and remembered until its data file is gone.
+func (db *DB) addHintSizes(s *Stats) {
+	db.hintMu.Lock()
+	defer db.hintMu.Unlock()
+	if db.hintSizes == nil {
+		db.hintSizes = map[uint32]int64{}
+	}
+	for i := range s.Files {
+		f := &s.Files[i]
+		if f.Active {
+			continue // the active file has no hint file
+		}
+		n, ok := db.hintSizes[f.ID]
+		if !ok {
+			fi, err := db.fs.Stat(filepath.Join(db.dir, segment.HintName(f.ID)))
+			if err != nil {
+				continue // not written yet
+			}
+			n = fi.Size()
+			db.hintSizes[f.ID] = n
+		}
+		f.HintBytes = n
+		s.DiskBytes += n
+	}
+	if len(db.hintSizes) > len(s.Files) {
+		for id := range db.hintSizes {
+			if _, ok := slices.BinarySearchFunc(s.Files, id, func(f FileStats, id uint32) int { return cmp.Compare(f.ID, id) }); !ok {
+				delete(db.hintSizes, id)
+			}
+		}
+	}
 }
