@@ -27,7 +27,7 @@ func newDBCollector(db *caskade.DB) *dbCollector {
 		expiring:      d("expiring_keys", "Keys with a TTL."),
 		live:          d("live_bytes", "Bytes of records the key directory points to."),
 		dead:          d("dead_bytes", "Bytes of overwritten, deleted or expired records (reclaimable by merge)."),
-		disk:          d("disk_bytes", "Bytes of data files on disk."),
+		disk:          d("disk_bytes", "Bytes of data and hint files on disk, with the space reserved ahead of the active file."),
 		files:         d("data_files", "Data files."),
 		snapshots:     d("open_snapshots", "Open snapshots and iterators."),
 		version:       d("commit_version", "Newest committed version."),
