@@ -21,6 +21,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/caskade/caskade/internal/record"
 )
 
 // Limits of the packed item; the database keeps within them (it starts a new
@@ -224,16 +226,6 @@ func outside(p, key []byte) int {
 	return bytes.Compare(key, p) // cannot be 0: key does not start with p
 }
 
-func commonPrefix(a, b []byte) int {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
-}
-
 // refitLeaf sets the prefix of the mutable leaf n to the longest common to
 // its keys and recomputes every hint.
 func (t *Tree) refitLeaf(n *node) {
@@ -242,7 +234,7 @@ func (t *Tree) refitLeaf(n *node) {
 		return
 	}
 	first := t.keyOf(n.items[0].kref)
-	n.plen = int32(commonPrefix(first, t.keyOf(n.items[n.n-1].kref)))
+	n.plen = int32(record.CommonPrefix(first, t.keyOf(n.items[n.n-1].kref)))
 	t.rehint(n)
 }
 
@@ -258,7 +250,7 @@ func (t *Tree) rehintRange(n *node, lo, hi int) {
 // lcpLeaf returns the length of the longest prefix common to the keys of
 // the leaf n: that of its first and last keys.
 func (t *Tree) lcpLeaf(n *node) int32 {
-	return int32(commonPrefix(t.keyOf(n.items[0].kref), t.keyOf(n.items[n.n-1].kref)))
+	return int32(record.CommonPrefix(t.keyOf(n.items[0].kref), t.keyOf(n.items[n.n-1].kref)))
 }
 
 // narrowLeaf refits the mutable leaf n if its keys share a longer prefix
@@ -289,7 +281,7 @@ func (t *Tree) joinLeaf(n *node, lo, hi int, from int32) {
 func (t *Tree) hintFor(n *node, key []byte) uint64 {
 	if n.n > 0 {
 		first := t.keyOf(n.items[0].kref)
-		if l := int32(commonPrefix(first[:n.plen], key)); l < n.plen {
+		if l := int32(record.CommonPrefix(first[:n.plen], key)); l < n.plen {
 			n.plen = l
 			t.rehint(n)
 		}
@@ -307,7 +299,7 @@ func (t *Tree) refitInner(n *node) {
 		return
 	}
 	first := t.keyOf(n.keys[0])
-	n.pfx = first[:commonPrefix(first, t.keyOf(n.keys[n.n-2]))]
+	n.pfx = first[:record.CommonPrefix(first, t.keyOf(n.keys[n.n-2]))]
 	for i := range n.n - 1 {
 		n.hints[i] = hint64(t.keyOf(n.keys[i])[len(n.pfx):])
 	}

@@ -173,6 +173,18 @@ func KeyOf(b []byte) []byte {
 	return b[HeaderSize : HeaderSize+n : HeaderSize+n]
 }
 
+// CommonPrefix returns the length of the longest prefix that the keys a
+// and b share.
+func CommonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
 // Decode decodes the record at the start of b and verifies its checksum. It
 // returns ErrTruncated when b ends before the record does and an error
 // wrapping ErrCorrupt when the record is damaged. Key and Value alias b.

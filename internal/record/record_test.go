@@ -205,3 +205,17 @@ func TestRecordFlags(t *testing.T) {
 		t.Fatalf("tombstone with flags accepted: %v", err)
 	}
 }
+
+func TestCommonPrefix(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"abc", "", 0}, {"abc", "abd", 2}, {"abc", "abc", 3},
+		{"ab", "abc", 2}, {"abc", "ab", 2}, {"x", "y", 0}, {"a\x00b", "a\x00c", 2},
+	} {
+		if got := CommonPrefix([]byte(c.a), []byte(c.b)); got != c.want {
+			t.Errorf("CommonPrefix(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}

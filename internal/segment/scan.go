@@ -237,7 +237,7 @@ func streamHints(w io.Writer, b []byte, path string, lim record.Limits) error {
 		case lcp < 0:
 			first, lcp = h.Key, len(h.Key)
 		case lcp > 0:
-			lcp = commonPrefix(first[:lcp], h.Key)
+			lcp = record.CommonPrefix(first[:lcp], h.Key)
 		}
 	})
 	if err != nil {
@@ -493,14 +493,4 @@ func sortByKey(ents []hintSortEntry, depth int, keyAt func(uint32) []byte) {
 		}
 		i = j
 	}
-}
-
-func commonPrefix(a, b []byte) int {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
 }
