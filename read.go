@@ -150,16 +150,30 @@ func (db *DB) readFrom(f *segment.File, key []byte, e keydir.Entry, scratch *[]b
 // aliases the read-only mapping, must not be modified, and is valid while
 // the caller holds f.
 func (db *DB) viewFrom(f *segment.File, key []byte, e keydir.Entry, scratch *[]byte) ([]byte, uint32, error) {
-	r, ok, err := f.ViewRecord(e.Offset, uint32(len(key)), e.ValLen, db.lim)
-	if !ok {
-		return db.readFrom(f, key, e, scratch)
+	if v, flags, ok := f.ViewValue(e.Offset, key, e.Version, e.ValLen); ok {
+		return v, flags, nil
 	}
-	return db.matchRecord(f, key, e, r, err, false)
+	return db.readFrom(f, key, e, scratch)
 }
 
 // readChecked is readFrom; with candidate, e is an entry keydir.Probe could
 // not tell was key's, and a record of another key means key is absent.
 func (db *DB) readChecked(f *segment.File, key []byte, e keydir.Entry, scratch *[]byte, candidate bool) ([]byte, uint32, error) {
+	if v, flags, ok := f.ViewValue(e.Offset, key, e.Version, e.ValLen); ok {
+		var buf []byte
+		switch {
+		case scratch == nil:
+			buf = make([]byte, len(v))
+		case cap(*scratch) >= len(v):
+			buf = (*scratch)[:len(v)]
+		default:
+			buf = make([]byte, len(v), len(v)+len(v)/4)
+			*scratch = buf
+		}
+		copy(buf, v)
+		return buf, flags, nil
+	}
+	// Not mapped, or not the record expected: read it again to say why.
 	r, err := f.ReadRecord(e.Offset, uint32(len(key)), e.ValLen, db.lim, scratch)
 	return db.matchRecord(f, key, e, r, err, candidate)
 }

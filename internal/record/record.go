@@ -204,6 +204,24 @@ func Decode(b []byte, lim Limits) (Record, error) {
 	return Record{Header: h, Key: b[HeaderSize:kend:kend], Value: b[kend:n:n]}, nil
 }
 
+// ValueOf checks that rec, exactly one encoded record, is an intact put of
+// key at version, and returns its value (aliasing rec) and flags. It is the
+// read path's check of a record the key directory points to, without
+// building a Record: ok is false if anything differs, and Decode then says
+// what.
+func ValueOf(rec, key []byte, version uint64) (value []byte, flags uint32, ok bool) {
+	kend := HeaderSize + len(key)
+	if len(rec) < kend || Kind(rec[4])&^FlagCommit != KindPut ||
+		binary.LittleEndian.Uint32(rec[25:]) != uint32(len(key)) ||
+		binary.LittleEndian.Uint32(rec[29:]) != uint32(len(rec)-kend) ||
+		binary.LittleEndian.Uint64(rec[5:]) != version ||
+		string(rec[HeaderSize:kend]) != string(key) ||
+		crc32.Checksum(rec[4:], castagnoli) != binary.LittleEndian.Uint32(rec) {
+		return nil, 0, false
+	}
+	return rec[kend:len(rec):len(rec)], binary.LittleEndian.Uint32(rec[21:]), true
+}
+
 // VerifyChecksum checks the CRC of one whole encoded record (or hint entry).
 func VerifyChecksum(rec []byte) error {
 	if len(rec) < 4 {

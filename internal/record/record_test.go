@@ -219,3 +219,54 @@ func TestCommonPrefix(t *testing.T) {
 		}
 	}
 }
+
+// ValueOf accepts exactly the record the key directory describes: an
+// intact put of that key at that version, whole; anything else is left to
+// Decode to explain.
+func TestValueOf(t *testing.T) {
+	key, val := []byte("hello"), []byte("world, a value")
+	for _, commit := range []bool{false, true} {
+		b := AppendRecord(nil, KindPut, commit, 42, 99, 7, key, val)
+		v, flags, ok := ValueOf(b, key, 42)
+		if !ok || !bytes.Equal(v, val) || flags != 7 || cap(v) != len(v) {
+			t.Fatalf("commit %v: got %q, flags %d, ok %v", commit, v, flags, ok)
+		}
+		for i := 0; i < len(b)*8; i++ {
+			c := bytes.Clone(b)
+			c[i/8] ^= 1 << (i % 8)
+			if _, _, ok := ValueOf(c, key, 42); ok {
+				t.Fatalf("flip of bit %d accepted", i)
+			}
+		}
+		for n := range len(b) {
+			if _, _, ok := ValueOf(b[:n], key, 42); ok {
+				t.Fatalf("prefix of %d bytes accepted", n)
+			}
+		}
+		if _, _, ok := ValueOf(append(bytes.Clone(b), 0), key, 42); ok {
+			t.Fatal("a record with a byte after it accepted")
+		}
+		if _, _, ok := ValueOf(b, []byte("hellp"), 42); ok {
+			t.Fatal("another key of the same length accepted")
+		}
+		if _, _, ok := ValueOf(b, []byte("hell"), 42); ok {
+			t.Fatal("a shorter key accepted")
+		}
+		if _, _, ok := ValueOf(b, key, 41); ok {
+			t.Fatal("another version accepted")
+		}
+		// Length fields that disagree with the span, under a valid checksum.
+		for _, field := range []int{25, 29} {
+			c := bytes.Clone(b)
+			c[field]--
+			SetCommit(c) // recomputes the checksum
+			if _, _, ok := ValueOf(c, key, 42); ok {
+				t.Fatalf("a record whose length field at %d is off accepted", field)
+			}
+		}
+	}
+	tomb := AppendRecord(nil, KindDelete, true, 42, 0, 0, key, nil)
+	if _, _, ok := ValueOf(tomb, key, 42); ok {
+		t.Fatal("a tombstone accepted")
+	}
+}

@@ -482,6 +482,20 @@ func (f *File) ReadRecord(off int64, klen, vlen uint32, lim record.Limits, scrat
 	return r, nil
 }
 
+// ViewValue returns the value and flags of the record at off, which the
+// key directory says is key's at version, with a value of vlen bytes,
+// aliasing the read-only mapping as ViewRecord does. ok is false if the
+// record is not in the mapping or is not exactly that record (damaged,
+// another key's, another version): ViewRecord or ReadRecord then read it
+// again and say what is wrong. It is the fast path of every read.
+func (f *File) ViewValue(off int64, key []byte, version uint64, vlen uint32) (value []byte, flags uint32, ok bool) {
+	end := off + int64(record.HeaderSize) + int64(len(key)) + int64(vlen)
+	if f.m == nil || off < 0 || end > int64(len(f.m)) || end > f.size.Load() {
+		return nil, 0, false
+	}
+	return record.ValueOf(f.m[off:end], key, version)
+}
+
 // ViewRecord is ReadRecord without the copy, for files that are mapped:
 // the record's Key and Value alias the read-only mapping, so they must not
 // be modified, and are valid only while the caller holds its reference.
