@@ -515,7 +515,7 @@ type TxIterator struct {
 	r        TxReader
 	opts     RangeOptions
 	lo, hi   []byte
-	cur      []byte // the current key (our copy: the caller may change kv's)
+	cur      []byte // the current key (our copy: the caller may change kv's), unless fast is set
 	kv       KeyValue
 	slab     []byte // room for the copies handed out, so that a pair costs no allocation
 	n        int
@@ -588,8 +588,7 @@ func (it *TxIterator) nextFast() (ok, done bool) {
 	tx := it.r.tx
 	if tx.writes.Len() > 0 || len(tx.clears) > 0 {
 		if it.fast != nil {
-			it.fast.Close()
-			it.fast = nil
+			it.closeFast()
 		}
 		return false, false
 	}
@@ -625,9 +624,8 @@ func (it *TxIterator) nextFast() (ok, done bool) {
 		}
 		return false, true
 	}
-	k := it.fast.Key()
-	it.cur = it.own(k)
-	it.kv = KeyValue{Key: it.own(k)}
+	// The current key stays in it.fast (closeFast keeps it in it.cur).
+	it.kv = KeyValue{Key: it.own(it.fast.Key())}
 	if !it.opts.KeysOnly {
 		v := it.fast.value(true) // copied into the slab at once
 		if it.err = it.fast.Err(); it.err != nil {
@@ -637,6 +635,16 @@ func (it *TxIterator) nextFast() (ok, done bool) {
 	}
 	it.n++
 	return true, true
+}
+
+// closeFast ends the use of it.fast, keeping its position in it.cur for the
+// slow path and for finish.
+func (it *TxIterator) closeFast() {
+	if it.fast.Valid() {
+		it.cur = bytes.Clone(it.fast.Key())
+	}
+	it.fast.Close()
+	it.fast = nil
 }
 
 // own returns a copy of b that nothing else uses, carved from a slab
@@ -660,8 +668,7 @@ func (it *TxIterator) own(b []byte) []byte {
 func (it *TxIterator) finish(limited bool) {
 	it.finished = true
 	if it.fast != nil {
-		it.fast.Close()
-		it.fast = nil
+		it.closeFast()
 	}
 	lo, hi := it.lo, it.hi
 	if limited && it.cur != nil {
