@@ -37,13 +37,17 @@ type Iterator struct {
 	// records ahead of it (readAhead); ahead counts those left.
 	wantValues bool
 	ahead      int
-	touched    byte // sum of the bytes touched, so that the loads stay
-	back       bool // the last move was backwards
-	flags      uint32
-	valLoaded  bool
-	err        error
-	closed     bool
-	ownsView   bool
+	// near counts the values read in a row whose records lay within
+	// nearRecord bytes of the one read before, in the same file (lastOff).
+	near      int
+	lastOff   int64
+	touched   byte // sum of the bytes touched, so that the loads stay
+	back      bool // the last move was backwards
+	flags     uint32
+	valLoaded bool
+	err       error
+	closed    bool
+	ownsView  bool
 }
 
 func newIterator(v *view, opts *IterOptions) *Iterator {
@@ -96,6 +100,10 @@ func (i *Iterator) settle(ok, forward bool) bool {
 	return false
 }
 
+// nearRecord is how close (in bytes) two records read one after the other
+// must be for readAhead to count them as read in file order.
+const nearRecord = 4 << 10
+
 // readAheadBatch is how many records an iterator that reads values touches
 // at a time ahead of its position.
 const readAheadBatch = 8
@@ -107,6 +115,11 @@ const readAheadBatch = 8
 // each other, lets the CPU take those misses in parallel, before the
 // records are decoded one by one.
 func (i *Iterator) readAhead(reverse bool) {
+	if i.near >= readAheadBatch {
+		// The records are being read in file order (written in key
+		// order, by a load or a merge): the CPU streams them by itself.
+		return
+	}
 	if i.ahead > 0 {
 		i.ahead--
 		return
@@ -244,6 +257,12 @@ func (i *Iterator) value(view bool) []byte {
 		// lives, so no per-read reference is needed; the value goes into
 		// a buffer the iterator reuses.
 		f := i.file
+		if f != nil && f.ID == i.entry.FileID && max(i.entry.Offset-i.lastOff, i.lastOff-i.entry.Offset) < nearRecord {
+			i.near++
+		} else {
+			i.near = 0
+		}
+		i.lastOff = i.entry.Offset
 		if f == nil || f.ID != i.entry.FileID {
 			if f = i.v.files.files[i.entry.FileID]; f == nil {
 				i.val, i.err = nil, i.v.db.fileGone(i.entry.FileID)
