@@ -31,9 +31,11 @@ type MergeProgress struct {
 	BytesTotal int64 // live bytes of the input files when the merge began
 }
 
-// Merge compacts the database: it rewrites the live records of every sealed
-// data file into new files (with hint files), switches the key directory
-// over to them, and retires the old files. Reads and writes go on
+// Merge compacts the database: it rewrites the live records of every data
+// file, in key order, into new files (with hint files), switches the key
+// directory over to them, and retires the old files. The active file takes
+// part too if it holds overwritten or deleted records: Merge seals it first
+// (the automatic merges of Options.MergeInterval leave it be). Reads and writes go on
 // throughout. Expired records and overwritten or deleted ones are dropped;
 // tombstones are not needed afterwards, because every file older than the
 // active one takes part. Old files are deleted once no snapshot or iterator
@@ -41,6 +43,12 @@ type MergeProgress struct {
 // exactly the acknowledged data. Only one merge runs at a time; a second
 // call waits. ctx cancels the merge, leaving the database as it was.
 func (db *DB) Merge(ctx context.Context) (MergeStats, error) {
+	return db.merge(ctx, true)
+}
+
+// merge is Merge; with sealActive, an active file that holds dead records
+// is sealed first, so that it is merged too.
+func (db *DB) merge(ctx context.Context, sealActive bool) (MergeStats, error) {
 	if db.opts.ReadOnly {
 		return MergeStats{}, ErrReadOnly
 	}
@@ -54,6 +62,14 @@ func (db *DB) Merge(ctx context.Context) (MergeStats, error) {
 	}
 	if werr != nil {
 		return MergeStats{}, werr
+	}
+	if sealActive && db.activeHasDead() {
+		ops := []op{{kind: opSeal}}
+		if _, err := db.commit(ops); err != nil {
+			return MergeStats{}, fmt.Errorf("caskade: merge: %w", err)
+		}
+		ops[0].view.release() // the view of the sealed state: not needed
+
 	}
 	m := &merger{db: db, ctx: ctx, start: time.Now()}
 	defer m.cleanup()
@@ -408,6 +424,19 @@ func (db *DB) NeedsMerge() bool {
 	return fileTrigger || float64(dead)/float64(live+dead) >= db.opts.MergeDeadRatio
 }
 
+// activeHasDead reports whether the active file holds records that are
+// overwritten, deleted or expired.
+func (db *DB) activeHasDead() bool {
+	active := db.active.Load()
+	if active == nil {
+		return false
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	st := db.fstats[active.ID]
+	return st != nil && st.dead > 0
+}
+
 // startMerging merges on its own, every MergeInterval, when NeedsMerge
 // says so; Close cancels a merge that is running.
 func (db *DB) startMerging() {
@@ -418,7 +447,7 @@ func (db *DB) startMerging() {
 	}()
 	db.every(db.opts.MergeInterval, func() bool {
 		if db.NeedsMerge() {
-			if _, err := db.Merge(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed) {
+			if _, err := db.merge(ctx, false); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed) {
 				db.opts.Logger.Error("caskade: automatic merge failed", "err", err)
 			}
 		}

@@ -346,3 +346,65 @@ func TestNeedsMerge(t *testing.T) {
 		t.Fatal("still needs a merge after merging")
 	}
 }
+
+// An explicit Merge also compacts the active file when it holds dead
+// records (a database smaller than MaxFileSize has only that file), and
+// leaves it alone otherwise; the automatic merge never seals it.
+func TestMergeIncludesDeadActiveFile(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{Sync: SyncNone, ExpiryPeriod: -1, MergeInterval: -1}
+	db := openTest(t, dir, opts)
+	want := map[string]string{}
+	for round := range 50 {
+		for i := range 20 {
+			k, v := fmt.Sprintf("k%02d", i), fmt.Sprintf("%d-%s", round, bytes.Repeat([]byte("x"), 100))
+			if err := db.Set([]byte(k), []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+			want[k] = v
+		}
+	}
+	if db.NeedsMerge() {
+		t.Fatal("the automatic merge would take the active file")
+	}
+	before := db.Stats()
+	if len(before.Files) != 1 || !before.Files[0].Active || before.DeadBytes == 0 {
+		t.Fatalf("before: %+v", before.Files)
+	}
+	ms, err := db.Merge(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := db.Stats()
+	if ms.InputFiles != 1 || ms.Records != 20 || after.DeadBytes != 0 || after.LiveBytes != before.LiveBytes {
+		t.Fatalf("merge %+v: live %d -> %d, dead %d -> %d", ms, before.LiveBytes, after.LiveBytes, before.DeadBytes, after.DeadBytes)
+	}
+	if got := contents(t, db); !maps.Equal(got, want) {
+		t.Fatalf("after merge: %v, want %v", got, want)
+	}
+	// A new active file without dead records is not sealed.
+	db.Set([]byte("new"), []byte("key"))
+	want["new"] = "key"
+	activeID := func() uint32 {
+		for _, f := range db.Stats().Files {
+			if f.Active {
+				return f.ID
+			}
+		}
+		return 0
+	}
+	was := activeID()
+	if _, err := db.Merge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if now := activeID(); was == 0 || now != was {
+		t.Fatalf("active file %d without dead records sealed: now %d", was, now)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, opts)
+	if got := contents(t, db); !maps.Equal(got, want) {
+		t.Fatalf("after reopen: %v, want %v", got, want)
+	}
+}

@@ -140,8 +140,9 @@ func newMergeCmd(h *hooks) *cobra.Command {
 		Use:   "merge DIR",
 		Short: "Compact the database in DIR",
 		Long: `Merge opens the database in DIR and compacts it: the live records of its data
-files are rewritten into new files with hint files, and overwritten, deleted
-and expired records are dropped. It prints a one-line summary.
+files (the newest one too, if it holds dead records) are rewritten in key
+order into new files with hint files, and overwritten, deleted and expired
+records are dropped. It prints a one-line summary.
 ` + lockNote + `
 A running server merges on its own (and on BGREWRITEAOF).`,
 		Args: cobra.ExactArgs(1),
@@ -199,7 +200,7 @@ func runMerge(ctx context.Context, m *maint, dir string) error {
 		return wrapf(cerr, dir, "close %s", dir)
 	}
 	if st.InputFiles == 0 {
-		fmt.Fprintf(m.out, "merge %s: nothing to merge (no data files)\n", dir)
+		fmt.Fprintf(m.out, "merge %s: nothing to merge (no dead records)\n", dir)
 		return nil
 	}
 	saved := 0.0
