@@ -276,5 +276,5 @@ func isDigits(b []byte) bool {
 			return false
 		}
 	}
-	return len(b) > 0 && len(b) <= 19
+	return len(b) > 0 // any length: strconv.ParseUint reports overflow
 }
