@@ -450,17 +450,27 @@ func (r *TxReader) GetKey(sel KeySelector) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.selectorConflict(sel, k)
+	return k, nil
+}
+
+// selectorConflict adds the read conflict range of resolving sel to k (nil:
+// past the last key): the keys between the selector's key and k, both
+// included, whose changes could change the result.
+func (r *TxReader) selectorConflict(sel KeySelector, k []byte) {
+	if !r.records() {
+		return
+	}
 	lo, hi := bytes.Clone(sel.Key), keyAfter(bytes.Clone(sel.Key))
 	switch {
 	case k == nil:
 		hi = nil
 	case bytes.Compare(k, lo) < 0:
-		lo = k
+		lo = bytes.Clone(k)
 	default:
 		hi = keyAfter(bytes.Clone(k))
 	}
 	r.conflict(keyRange{lo, hi})
-	return k, nil
 }
 
 // GetRange returns the pairs between two key selectors.
@@ -485,19 +495,21 @@ func (r *TxReader) RangeIterator(begin, end KeySelector, opts *RangeOptions) *Tx
 	if it.err = r.tx.usable(); it.err != nil {
 		return it
 	}
+	// Resolving the selectors reads keys too: where they land depends on
+	// the keys between each selector's key and its result.
 	if it.lo, it.err = r.tx.resolve(begin); it.err != nil {
 		return it
 	}
+	r.selectorConflict(begin, it.lo)
 	if it.lo == nil {
-		// The begin selector lands past the last key: nothing to read,
-		// but what was read to learn that is a conflict range.
+		// The begin selector lands past the last key: nothing to read.
 		it.finished = true
-		r.conflict(keyRange{bytes.Clone(begin.Key), nil})
 		return it
 	}
 	if it.hi, it.err = r.tx.resolve(end); it.err != nil {
 		return it
 	}
+	r.selectorConflict(end, it.hi)
 	if it.hi != nil && bytes.Compare(it.lo, it.hi) >= 0 {
 		it.finished = true
 	}

@@ -398,7 +398,8 @@ func TestSerializableHistory(t *testing.T) {
 				rec := record{reads: map[string]string{}, writes: map[string]string{}}
 				for range 1 + r.IntN(4) {
 					k := fmt.Sprintf("k%d", r.IntN(8))
-					if r.IntN(2) == 0 {
+					switch r.IntN(5) {
+					case 0, 1:
 						if _, seen := rec.writes[k]; seen {
 							continue
 						}
@@ -408,7 +409,28 @@ func TestSerializableHistory(t *testing.T) {
 							return
 						}
 						rec.reads[k] = string(v)
-					} else {
+					case 2: // a range read: every key of [ka, kb) is read, present or not
+						a := r.IntN(8)
+						b := a + 1 + r.IntN(8-a)
+						kvs, err := tx.GetRange(FirstGreaterOrEqual(fmt.Appendf(nil, "k%d", a)), FirstGreaterOrEqual(fmt.Appendf(nil, "k%d", b)), nil)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						got := map[string]string{}
+						for _, kv := range kvs {
+							got[string(kv.Key)] = string(kv.Value)
+						}
+						for i := a; i < b; i++ {
+							k := fmt.Sprintf("k%d", i)
+							if _, seen := rec.writes[k]; !seen {
+								rec.reads[k] = got[k]
+							}
+						}
+					case 3:
+						tx.Clear([]byte(k))
+						rec.writes[k] = "" // absent
+					default:
 						v := fmt.Sprintf("%d-%d", w, r.Uint32())
 						tx.Set([]byte(k), []byte(v))
 						rec.writes[k] = v
@@ -423,7 +445,10 @@ func TestSerializableHistory(t *testing.T) {
 				}
 				rec.version = tx.CommittedVersion()
 				if rec.version == 0 {
-					rec.version = tx.ReadVersion() // read-only: serialised at its read version
+					// It changed nothing (read-only, or clears of keys absent
+					// when it committed): serialised at its read version.
+					rec.version = tx.ReadVersion()
+					rec.writes = nil
 				}
 				mu.Lock()
 				history = append(history, rec)

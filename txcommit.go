@@ -144,7 +144,11 @@ func (db *DB) recordHistory(applies []apply, wranges []histRange, ver uint64) {
 	defer db.mu.Unlock()
 	if db.txns.count.Load() > 0 {
 		for _, a := range applies {
-			if a.del {
+			// A deletion without a version drops from memory a key that
+			// was already gone (expired, or deleted earlier in the group):
+			// no change to record, and recording it would replace the
+			// deletion that was one.
+			if a.del && a.version != 0 {
 				h := histItem{key: string(a.key), version: a.version}
 				db.hist.deleted.Set(h)
 				db.hist.queue = append(db.hist.queue, h)
