@@ -57,6 +57,7 @@ type op struct {
 type commitReq struct {
 	ops     []op
 	txn     *txnReq // for transactions: the read conflict check
+	checked uint64  // the range reads were checked up to this version (precheck); 0: not
 	version uint64
 	err     error // this commit's own failure (a failed check)
 	done    chan error
@@ -112,10 +113,70 @@ func (db *DB) commitMany(opss [][]op, txns []*txnReq, vers []uint64, errs []erro
 	if !turn && db.turnHeld.Load() {
 		db.awaitTurn()
 	}
+	// Range reads are checked here, outside the leader (precheck); a
+	// commit that fails its check is not queued.
+	var checked []uint64
+	for i := range opss {
+		rs := rangeReads(opss[i], txns[i])
+		if len(rs) == 0 {
+			continue
+		}
+		if checked == nil {
+			checked = make([]uint64, len(opss))
+		}
+		id, at, conflict := db.precheck(rs)
+		defer db.unprecheck(id)
+		checked[i] = at
+		if conflict {
+			errs[i] = ErrConflict
+		}
+	}
+	if checked != nil && testHookAfterPrecheck != nil {
+		testHookAfterPrecheck()
+	}
+	if checked != nil && slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+		db.commitSome(opss, txns, checked, vers, errs)
+		return
+	}
+	db.commitQueued(opss, txns, checked, vers, errs)
+}
+
+// testHookAfterPrecheck, if set, runs between a commit's precheck and its
+// turn in the leader.
+var testHookAfterPrecheck func()
+
+// commitSome queues the commits whose errs are not set yet, filling their
+// vers and errs.
+func (db *DB) commitSome(opss [][]op, txns []*txnReq, checked, vers []uint64, errs []error) {
+	var o [][]op
+	var t []*txnReq
+	var c []uint64
+	var idx []int
+	for i := range opss {
+		if errs[i] == nil {
+			o, t, c, idx = append(o, opss[i]), append(t, txns[i]), append(c, checked[i]), append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return
+	}
+	v, e := make([]uint64, len(idx)), make([]error, len(idx))
+	db.commitQueued(o, t, c, v, e)
+	for j, i := range idx {
+		vers[i], errs[i] = v[j], e[j]
+	}
+}
+
+// commitQueued queues the commits and waits for them, leading groups as
+// its turn comes. checked, if not nil, holds each one's precheck version.
+func (db *DB) commitQueued(opss [][]op, txns []*txnReq, checked []uint64, vers []uint64, errs []error) {
 	reqs := make([]*commitReq, len(opss))
 	for i := range reqs {
 		r := reqPool.Get().(*commitReq)
-		r.ops, r.version, r.txn = opss[i], 0, txns[i]
+		r.ops, r.version, r.txn, r.checked = opss[i], 0, txns[i], 0
+		if checked != nil {
+			r.checked = checked[i]
+		}
 		reqs[i] = r
 	}
 	defer func() {
@@ -285,7 +346,7 @@ func (db *DB) runGroup(group []*commitReq) {
 	ends := db.ends[:0] // where each commit's records end in buf
 	for _, r := range group {
 		r.err = nil
-		if !db.checksHold(r.ops, lookup, overlay, applies) || (r.txn != nil && db.txnConflict(r.txn, overlay, applies)) {
+		if !db.checksHold(r.ops, r.checked, lookup, overlay, applies) || (r.txn != nil && db.txnConflict(r.txn, r.checked, overlay, applies)) {
 			r.err = ErrConflict
 			continue
 		}
@@ -429,8 +490,7 @@ func (db *DB) runGroup(group []*commitReq) {
 	}
 	if err == nil {
 		db.lastVer = ver
-		db.applyGroup(applies, ver)
-		db.recordHistory(applies, wranges, ver)
+		db.applyGroup(applies, wranges, ver)
 		db.notify(applies)
 		// Arm the watches of the group's transactions now, before any
 		// later commit can change their keys unseen.
@@ -523,12 +583,12 @@ func parseDecimal(b []byte) (int64, bool) {
 }
 
 // checksHold reports whether every opCheck and opCheckRange of a commit
-// holds.
-func (db *DB) checksHold(ops []op, lookup func([]byte) (keydir.Entry, bool), overlay map[string]int, applies []apply) bool {
+// holds; checked is the version its ranges were prechecked up to, or 0.
+func (db *DB) checksHold(ops []op, checked uint64, lookup func([]byte) (keydir.Entry, bool), overlay map[string]int, applies []apply) bool {
 	for i := range ops {
 		if ops[i].kind == opCheckRange {
 			r := txnReq{readVersion: ops[i].version, reads: []keyRange{{ops[i].key, ops[i].value}}}
-			if db.txnConflict(&r, overlay, applies) {
+			if db.txnConflict(&r, checked, overlay, applies) {
 				return false
 			}
 			continue
@@ -708,10 +768,12 @@ func (db *DB) stopWrites(err error) error {
 	return werr
 }
 
-// applyGroup makes a written group visible.
-func (db *DB) applyGroup(applies []apply, ver uint64) {
+// applyGroup makes a written group visible, and records its history in
+// the same instant (a reader that registers sees either both or neither).
+func (db *DB) applyGroup(applies []apply, wranges []histRange, ver uint64) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	defer db.recordHistory(applies, wranges, ver)
 	for _, a := range applies {
 		if a.rel >= 0 && a.del {
 			// The tombstone itself is dead weight until merge drops it.

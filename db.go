@@ -44,6 +44,7 @@ type DB struct {
 	snapshots     int // open snapshots and iterators
 	recovery      RecoveryStats
 	hist          *history
+	pre           precheckState // guarded by mu
 	watchOnce     sync.Once
 	watchMu       sync.Mutex
 	watches       map[string][]*Watch

@@ -3,6 +3,7 @@ package caskade
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"sync/atomic"
 
 	"github.com/tidwall/btree"
@@ -73,7 +74,10 @@ type liveTxns struct {
 // after its read version: by a commit already applied (the key
 // directory's versions, and the history), or by an earlier commit of this
 // same group (whose versions are all newer).
-func (db *DB) txnConflict(t *txnReq, overlay map[string]int, applies []apply) bool {
+//
+// Ranges (not single keys) that precheck checked up to version checked are
+// checked against the writes after it only (db.pre.recent), not walked.
+func (db *DB) txnConflict(t *txnReq, checked uint64, overlay map[string]int, applies []apply) bool {
 	for _, r := range t.reads {
 		point := r.point()
 		switch {
@@ -101,6 +105,10 @@ func (db *DB) txnConflict(t *txnReq, overlay map[string]int, applies []apply) bo
 				return true
 			}
 			if it, ok := db.hist.deleted.Get(histItem{key: string(r.begin)}); ok && it.version > t.readVersion {
+				return true
+			}
+		} else if checked > 0 {
+			if db.pre.wroteInto(r, checked) {
 				return true
 			}
 		} else {
@@ -135,13 +143,13 @@ func (db *DB) txnConflict(t *txnReq, overlay map[string]int, applies []apply) bo
 }
 
 // recordHistory remembers a group's deletions and write conflict ranges if
-// any transaction is live, and forgets what no live transaction needs.
+// any transaction is live, and forgets what no live transaction needs; it
+// also keeps the group's keys for pending prechecks. The caller holds mu.
 func (db *DB) recordHistory(applies []apply, wranges []histRange, ver uint64) {
+	db.pre.record(applies)
 	if db.txns.count.Load() == 0 && len(db.hist.queue) == 0 && len(db.hist.ranges) == 0 {
 		return
 	}
-	db.mu.Lock()
-	defer db.mu.Unlock()
 	if db.txns.count.Load() > 0 {
 		for _, a := range applies {
 			// A deletion without a version drops from memory a key that
@@ -300,4 +308,141 @@ func fillVersionstamp(b []byte, vs [10]byte) ([]byte, bool) {
 	}
 	copy(body[off:], vs[:])
 	return body, true
+}
+
+// precheckState lets the commit leader check a commit's range reads
+// without walking them: precheck walks them beforehand, in the committing
+// goroutine, on a clone of the key directory at some version, and the
+// leader then looks only at the keys written after that version, which
+// record keeps while any precheck is pending. Walking a range costs time
+// in proportion to its keys; in the leader it would hold up every other
+// commit. Guarded by DB.mu.
+type precheckState struct {
+	seq    uint64            // the last id handed out
+	at     map[uint64]uint64 // id -> the version its ranges were checked up to
+	recent []recentWrite     // keys written after the oldest of those, in version order
+}
+
+type recentWrite struct {
+	key     string
+	version uint64
+}
+
+// versionedRange is a range read at a read version.
+type versionedRange struct {
+	r           keyRange
+	readVersion uint64
+}
+
+// rangeReads lists the range reads (not single keys) that a commit's
+// transaction or CheckRange operations made, for precheck.
+func rangeReads(ops []op, t *txnReq) []versionedRange {
+	var rs []versionedRange
+	if t != nil {
+		for _, r := range t.reads {
+			if !r.point() {
+				rs = append(rs, versionedRange{r, t.readVersion})
+			}
+		}
+	}
+	for i := range ops {
+		if ops[i].kind == opCheckRange {
+			rs = append(rs, versionedRange{keyRange{ops[i].key, ops[i].value}, ops[i].version})
+		}
+	}
+	return rs
+}
+
+// precheck checks the ranges against the database as it is now, outside
+// the commit leader: conflict reports a key in one of them written after
+// its read version (or deleted since, as far as the history knows). It
+// registers the version it checked up to, at, under id; the leader then
+// checks the ranges against the writes after at (txnConflict), which are
+// recorded until unprecheck(id).
+func (db *DB) precheck(rs []versionedRange) (id, at uint64, conflict bool) {
+	db.mu.Lock()
+	if db.snap == nil || db.snapVer != db.version {
+		db.snap, db.snapVer = db.tree.Clone(), db.version
+	}
+	tree := db.snap
+	at = db.version
+	db.pre.seq++
+	id = db.pre.seq
+	if db.pre.at == nil {
+		db.pre.at = map[uint64]uint64{}
+	}
+	db.pre.at[id] = at
+	db.mu.Unlock()
+	// Walk the clone without a lock: commits go on meanwhile, and are
+	// recorded for the leader.
+	for _, vr := range rs {
+		it := tree.Iter()
+		for ok := it.Seek(vr.r.begin); ok; ok = it.Next() {
+			if vr.r.end != nil && bytes.Compare(it.Key(), vr.r.end) >= 0 {
+				break
+			}
+			if it.Entry().Version > vr.readVersion {
+				return id, at, true
+			}
+		}
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	for _, vr := range rs {
+		db.hist.deleted.Ascend(histItem{key: string(vr.r.begin)}, func(h histItem) bool {
+			if vr.r.end != nil && h.key >= string(vr.r.end) {
+				return false
+			}
+			conflict = h.version > vr.readVersion
+			return !conflict
+		})
+		if conflict {
+			return id, at, true
+		}
+	}
+	return id, at, false
+}
+
+// unprecheck ends precheck id's registration, and forgets the writes that
+// no pending precheck needs.
+func (db *DB) unprecheck(id uint64) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	delete(db.pre.at, id)
+	if len(db.pre.at) == 0 {
+		db.pre.recent = nil
+		return
+	}
+	oldest := uint64(math.MaxUint64)
+	for _, v := range db.pre.at {
+		oldest = min(oldest, v)
+	}
+	n := 0
+	for n < len(db.pre.recent) && db.pre.recent[n].version <= oldest {
+		n++
+	}
+	db.pre.recent = db.pre.recent[n:]
+}
+
+// record keeps the keys a group wrote while a precheck is pending.
+func (p *precheckState) record(applies []apply) {
+	if len(p.at) == 0 {
+		return
+	}
+	for _, a := range applies {
+		if a.version == 0 {
+			continue // an expired key dropped from memory: no change to what reads see
+		}
+		p.recent = append(p.recent, recentWrite{key: string(a.key), version: a.version})
+	}
+}
+
+// wroteInto reports whether a commit after version wrote a key in r.
+func (p *precheckState) wroteInto(r keyRange, version uint64) bool {
+	for i := len(p.recent) - 1; i >= 0 && p.recent[i].version > version; i-- {
+		if r.contains([]byte(p.recent[i].key)) {
+			return true
+		}
+	}
+	return false
 }
