@@ -412,7 +412,11 @@ func TestSerializableHistory(t *testing.T) {
 					case 2: // a range read: every key of [ka, kb) is read, present or not
 						a := r.IntN(8)
 						b := a + 1 + r.IntN(8-a)
-						kvs, err := tx.GetRange(FirstGreaterOrEqual(fmt.Appendf(nil, "k%d", a)), FirstGreaterOrEqual(fmt.Appendf(nil, "k%d", b)), nil)
+						opts := &RangeOptions{Reverse: r.IntN(2) == 0}
+						if r.IntN(2) == 0 {
+							opts.Limit = 1 + r.IntN(3)
+						}
+						kvs, err := tx.GetRange(FirstGreaterOrEqual(fmt.Appendf(nil, "k%d", a)), FirstGreaterOrEqual(fmt.Appendf(nil, "k%d", b)), opts)
 						if err != nil {
 							t.Error(err)
 							return
@@ -421,15 +425,34 @@ func TestSerializableHistory(t *testing.T) {
 						for _, kv := range kvs {
 							got[string(kv.Key)] = string(kv.Value)
 						}
+						// Stopped by the limit, it read only up to its last pair.
+						lo, hi := fmt.Sprintf("k%d", a), fmt.Sprintf("k%d", b)
+						if opts.Limit > 0 && len(kvs) == opts.Limit {
+							last := string(kvs[len(kvs)-1].Key)
+							if opts.Reverse {
+								lo = last
+							} else {
+								hi = last + "\x00"
+							}
+						}
 						for i := a; i < b; i++ {
 							k := fmt.Sprintf("k%d", i)
-							if _, seen := rec.writes[k]; !seen {
+							if _, seen := rec.writes[k]; !seen && k >= lo && k < hi {
 								rec.reads[k] = got[k]
 							}
 						}
 					case 3:
-						tx.Clear([]byte(k))
-						rec.writes[k] = "" // absent
+						if r.IntN(2) == 0 {
+							tx.Clear([]byte(k))
+							rec.writes[k] = "" // absent
+							break
+						}
+						a := r.IntN(8)
+						b := a + 1 + r.IntN(8-a)
+						tx.ClearRange(fmt.Appendf(nil, "k%d", a), fmt.Appendf(nil, "k%d", b))
+						for i := a; i < b; i++ {
+							rec.writes[fmt.Sprintf("k%d", i)] = ""
+						}
 					default:
 						v := fmt.Sprintf("%d-%d", w, r.Uint32())
 						tx.Set([]byte(k), []byte(v))
