@@ -431,7 +431,7 @@ func (p *precheckState) record(applies []apply) {
 	}
 	for _, a := range applies {
 		if a.version == 0 {
-			continue // an expired key dropped from memory: no change to what reads see
+			continue // a key already gone dropped from memory: no change (see recordHistory)
 		}
 		p.recent = append(p.recent, recentWrite{key: string(a.key), version: a.version})
 	}
@@ -440,7 +440,7 @@ func (p *precheckState) record(applies []apply) {
 // wroteInto reports whether a commit after version wrote a key in r.
 func (p *precheckState) wroteInto(r keyRange, version uint64) bool {
 	for i := len(p.recent) - 1; i >= 0 && p.recent[i].version > version; i-- {
-		if r.contains([]byte(p.recent[i].key)) {
+		if k := p.recent[i].key; k >= string(r.begin) && (r.end == nil || k < string(r.end)) {
 			return true
 		}
 	}
