@@ -380,8 +380,36 @@ func TestBankTransfers(t *testing.T) {
 // that the committed ones are equivalent to running them one at a time in
 // commit-version order: each saw exactly the state left by those before it.
 func TestSerializableHistory(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { testSerializableHistory(t, false) })
+	// Merges retire files and move records under the transactions.
+	t.Run("merging", func(t *testing.T) { testSerializableHistory(t, true) })
+}
+
+func testSerializableHistory(t *testing.T, merging bool) {
 	seed := testSeed(t)
-	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone})
+	opts := &Options{Sync: SyncNone}
+	if merging {
+		opts.MaxFileSize, opts.MergeInterval = 2<<10, -1
+	}
+	db := openTest(t, t.TempDir(), opts)
+	if merging {
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := db.Merge(context.Background()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+		defer func() { close(stop); wg.Wait() }()
+	}
 	type record struct {
 		version uint64
 		reads   map[string]string // "" means absent
