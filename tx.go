@@ -669,7 +669,9 @@ func (it *TxIterator) own(b []byte) []byte {
 		if len(b) > 4<<10 {
 			return bytes.Clone(b)
 		}
-		it.slab = make([]byte, 0, 32<<10)
+		// Small first, as most range reads are: each slab twice the last,
+		// up to 32 KiB.
+		it.slab = make([]byte, 0, min(max(2*cap(it.slab), 1<<10), 32<<10))
 	}
 	n := len(it.slab)
 	it.slab = append(it.slab, b...)

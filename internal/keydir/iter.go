@@ -9,7 +9,8 @@ import (
 // iterator is in use; iterate a Clone for that.
 type Iter struct {
 	t     *Tree
-	stack []frame // from the root down to the current leaf
+	stack []frame  // from the root down to the current leaf
+	buf   [8]frame // the stack's first home: 64^8 keys deep, so no allocation
 }
 
 type frame struct {
@@ -18,7 +19,11 @@ type frame struct {
 }
 
 // Iter returns an iterator, positioned nowhere until First, Last or Seek.
-func (t *Tree) Iter() *Iter { return &Iter{t: t} }
+func (t *Tree) Iter() *Iter {
+	it := &Iter{t: t}
+	it.stack = it.buf[:0]
+	return it
+}
 
 func (it *Iter) leaf() *frame { return &it.stack[len(it.stack)-1] }
 
