@@ -103,3 +103,33 @@ func BenchmarkSetBesideRangeTxn(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 	b.ReportMetric(float64(lat[len(lat)-1].Nanoseconds()), "max-ns")
 }
+
+// BenchmarkTxSmallRangeWrite is a read-modify-write transaction of the
+// common small kind: it reads a 10-key range and writes one key.
+func BenchmarkTxSmallRangeWrite(b *testing.B) {
+	db := benchOpen(b, SyncNone)
+	var batch Batch
+	for i := range 100_000 {
+		batch.Set(fmt.Appendf(nil, "r%07d", i), []byte("v"))
+	}
+	if err := db.Write(&batch); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		r := rand.New(rand.NewPCG(rand.Uint64(), 1))
+		for pb.Next() {
+			s := r.IntN(99_990)
+			err := db.Transact(ctx, func(tx *Tx) error {
+				kvs, err := tx.GetRange(FirstGreaterOrEqual(fmt.Appendf(nil, "r%07d", s)), FirstGreaterOrEqual(fmt.Appendf(nil, "r%07d", s+10)), nil)
+				tx.Set(fmt.Appendf(nil, "w%07d", r.IntN(100_000)), fmt.Append(nil, len(kvs)))
+				return err
+			})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
