@@ -465,15 +465,7 @@ func (x hintSortEntry) sameWindow(y hintSortEntry) bool { return x.hi == y.hi &&
 // from the file once per 7 bytes that it shares with another, instead of
 // at every comparison.
 func sortByKey(ents []hintSortEntry, depth int, keyAt func(uint32) []byte) {
-	slices.SortFunc(ents, func(x, y hintSortEntry) int {
-		if x.hi != y.hi {
-			return cmp.Compare(x.hi, y.hi)
-		}
-		if x.lo != y.lo {
-			return cmp.Compare(x.lo, y.lo)
-		}
-		return cmp.Compare(x.off, y.off)
-	})
+	sortByWindow(ents, 0)
 	for i := 0; i < len(ents); {
 		j := i + 1
 		for j < len(ents) && ents[j].sameWindow(ents[i]) {
@@ -492,5 +484,69 @@ func sortByKey(ents []hintSortEntry, depth int, keyAt func(uint32) []byte) {
 			sortByKey(ents[i:j], depth+7, keyAt)
 		}
 		i = j
+	}
+}
+
+// compareEntries orders entries by window, then by offset.
+func compareEntries(x, y hintSortEntry) int {
+	if x.hi != y.hi {
+		return cmp.Compare(x.hi, y.hi)
+	}
+	if x.lo != y.lo {
+		return cmp.Compare(x.lo, y.lo)
+	}
+	return cmp.Compare(x.off, y.off)
+}
+
+// radixMin is the shortest run that sortByWindow sorts by radix; shorter
+// ones are sorted by comparison.
+const radixMin = 64
+
+// sortByWindow sorts ents, whose windows and offsets agree on their first
+// b bytes (the 8 of the window, then the 4 of the offset, most significant
+// first), by window and then by offset (compareEntries). It is an in-place
+// most significant digit radix sort (American flag sort), which needs no
+// memory beyond ents and reads each entry once per byte instead of
+// comparing it log n times.
+func sortByWindow(ents []hintSortEntry, b int) {
+	if len(ents) < radixMin || b == 12 {
+		slices.SortFunc(ents, compareEntries)
+		return
+	}
+	digit := func(e hintSortEntry) int {
+		if b < 8 {
+			return int(byte((uint64(e.hi)<<32 | uint64(e.lo)) >> (56 - 8*b)))
+		}
+		return int(byte(e.off >> (24 - 8*(b-8))))
+	}
+	var count [256]int
+	for _, e := range ents {
+		count[digit(e)]++
+	}
+	if count[digit(ents[0])] == len(ents) {
+		sortByWindow(ents, b+1) // one bucket: nothing to move
+		return
+	}
+	var start, next [256]int
+	sum := 0
+	for d := range 256 {
+		start[d], next[d] = sum, sum
+		sum += count[d]
+	}
+	for d := range 256 {
+		for end := start[d] + count[d]; next[d] < end; {
+			x := ents[next[d]]
+			if xd := digit(x); xd != d {
+				ents[next[d]], ents[next[xd]] = ents[next[xd]], x
+				next[xd]++
+				continue
+			}
+			next[d]++
+		}
+	}
+	for d := range 256 {
+		if count[d] > 1 {
+			sortByWindow(ents[start[d]:start[d]+count[d]], b+1)
+		}
 	}
 }
