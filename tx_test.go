@@ -393,22 +393,11 @@ func testSerializableHistory(t *testing.T, merging bool) {
 	}
 	db := openTest(t, t.TempDir(), opts)
 	if merging {
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := db.Merge(context.Background()); err != nil {
-					t.Error(err)
-					return
-				}
+		defer repeatInBackground(func() {
+			if _, err := db.Merge(context.Background()); err != nil {
+				t.Error(err)
 			}
-		})
-		defer func() { close(stop); wg.Wait() }()
+		})()
 	}
 	type record struct {
 		version uint64

@@ -60,31 +60,16 @@ func BenchmarkTxRange1000(b *testing.B) {
 // wait (see precheck). It reports the p99 and the maximum.
 func BenchmarkSetBesideRangeTxn(b *testing.B) {
 	db := benchOpen(b, SyncNone)
-	var batch Batch
-	for i := range 200_000 {
-		batch.Set(fmt.Appendf(nil, "r%07d", i), []byte("v"))
-	}
-	if err := db.Write(&batch); err != nil {
-		b.Fatal(err)
-	}
+	loadNumbered(b, db, 200_000)
 	ctx := context.Background()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
+	stop := repeatInBackground(func() {
+		db.Transact(ctx, func(tx *Tx) error {
+			it := tx.RangeIterator(FirstGreaterOrEqual([]byte("r")), FirstGreaterOrEqual([]byte("s")), &RangeOptions{KeysOnly: true})
+			for it.Next() {
 			}
-			db.Transact(ctx, func(tx *Tx) error {
-				it := tx.RangeIterator(FirstGreaterOrEqual([]byte("r")), FirstGreaterOrEqual([]byte("s")), &RangeOptions{KeysOnly: true})
-				for it.Next() {
-				}
-				tx.Set([]byte("x"), []byte("y"))
-				return it.Err()
-			})
-		}
+			tx.Set([]byte("x"), []byte("y"))
+			return it.Err()
+		})
 	})
 	var lat []time.Duration
 	i := 0
@@ -97,8 +82,7 @@ func BenchmarkSetBesideRangeTxn(b *testing.B) {
 		lat = append(lat, time.Since(s))
 		i++
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 	b.ReportMetric(float64(lat[len(lat)-1].Nanoseconds()), "max-ns")
@@ -108,13 +92,7 @@ func BenchmarkSetBesideRangeTxn(b *testing.B) {
 // common small kind: it reads a 10-key range and writes one key.
 func BenchmarkTxSmallRangeWrite(b *testing.B) {
 	db := benchOpen(b, SyncNone)
-	var batch Batch
-	for i := range 100_000 {
-		batch.Set(fmt.Appendf(nil, "r%07d", i), []byte("v"))
-	}
-	if err := db.Write(&batch); err != nil {
-		b.Fatal(err)
-	}
+	loadNumbered(b, db, 100_000)
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -132,4 +110,34 @@ func BenchmarkTxSmallRangeWrite(b *testing.B) {
 			}
 		}
 	})
+}
+
+// loadNumbered writes the keys r0000000, r0000001, ... r(n-1).
+func loadNumbered(tb testing.TB, db *DB, n int) {
+	tb.Helper()
+	var batch Batch
+	for i := range n {
+		batch.Set(fmt.Appendf(nil, "r%07d", i), []byte("v"))
+	}
+	if err := db.Write(&batch); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// repeatInBackground calls fn again and again on another goroutine until
+// stop is called; stop returns once fn has returned for the last time.
+func repeatInBackground(fn func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			fn()
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }
