@@ -35,8 +35,8 @@ type MergeProgress struct {
 // file, in key order, into new files (with hint files), switches the key
 // directory over to them, and retires the old files. The active file takes
 // part too if it holds overwritten or deleted records: Merge seals it first
-// (the automatic merges of Options.MergeInterval leave it be). Reads and writes go on
-// throughout. Expired records and overwritten or deleted ones are dropped;
+// (the automatic merges of Options.MergeInterval leave it be). Reads and
+// writes go on throughout. Expired records and overwritten or deleted ones are dropped;
 // tombstones are not needed afterwards, because every file older than the
 // active one takes part. Old files are deleted once no snapshot or iterator
 // still reads them. A crash at any point leaves a database that opens with
@@ -69,7 +69,6 @@ func (db *DB) merge(ctx context.Context, sealActive bool) (MergeStats, error) {
 			return MergeStats{}, fmt.Errorf("caskade: merge: %w", err)
 		}
 		ops[0].view.release() // the view of the sealed state: not needed
-
 	}
 	m := &merger{db: db, ctx: ctx, start: time.Now()}
 	defer m.cleanup()

@@ -159,21 +159,11 @@ func (db *DB) viewFrom(f *segment.File, key []byte, e keydir.Entry, scratch *[]b
 // readChecked is readFrom; with candidate, e is an entry keydir.Probe could
 // not tell was key's, and a record of another key means key is absent.
 func (db *DB) readChecked(f *segment.File, key []byte, e keydir.Entry, scratch *[]byte, candidate bool) ([]byte, uint32, error) {
-	if v, flags, ok := f.ViewValue(e.Offset, key, e.Version, e.ValLen); ok {
-		var buf []byte
-		switch {
-		case scratch == nil:
-			buf = make([]byte, len(v))
-		case cap(*scratch) >= len(v):
-			buf = (*scratch)[:len(v)]
-		default:
-			buf = make([]byte, len(v), len(v)+len(v)/4)
-			*scratch = buf
-		}
-		copy(buf, v)
-		return buf, flags, nil
+	if v, flags, ok := f.CopyValue(e.Offset, key, e.Version, e.ValLen, scratch); ok {
+		return v, flags, nil
 	}
-	// Not mapped, or not the record expected: read it again to say why.
+	// Not mapped, or not the record expected: the general path reads it
+	// and, if it is damaged or another key's, says so.
 	r, err := f.ReadRecord(e.Offset, uint32(len(key)), e.ValLen, db.lim, scratch)
 	return db.matchRecord(f, key, e, r, err, candidate)
 }

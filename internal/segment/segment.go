@@ -496,6 +496,18 @@ func (f *File) ViewValue(off int64, key []byte, version uint64, vlen uint32) (va
 	return record.ValueOf(f.m[off:end], key, version)
 }
 
+// CopyValue is ViewValue with the value copied into *scratch (grown if it
+// is too small), or into a new slice if scratch is nil.
+func (f *File) CopyValue(off int64, key []byte, version uint64, vlen uint32, scratch *[]byte) (value []byte, flags uint32, ok bool) {
+	v, flags, ok := f.ViewValue(off, key, version, vlen)
+	if !ok {
+		return nil, 0, false
+	}
+	buf := grow(scratch, len(v))
+	copy(buf, v)
+	return buf, flags, true
+}
+
 // ViewRecord is ReadRecord without the copy, for files that are mapped:
 // the record's Key and Value alias the read-only mapping, so they must not
 // be modified, and are valid only while the caller holds its reference.
