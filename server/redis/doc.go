@@ -214,8 +214,11 @@
 //   - SAVE and BGSAVE write a consistent backup (caskade.DB.Backup, which
 //     caskade.Open accepts as a database directory) into a new directory
 //     under Server.BackupDir; BGREWRITEAOF runs caskade.DB.Merge.
-//   - INCRBYFLOAT computes in float64, not long double; results are
-//     rounded to 16 significant digits, so 0.1+0.2 gives 0.3 as in Redis.
+//   - INCRBYFLOAT computes, as Redis on x86-64 does, in 80-bit long
+//     double (emulated with math/big), so its results are Redis's to the
+//     byte (except next to the least subnormal value, about 3.6e-4951).
+//   - GETRANGE with an end before the start of the string replies an empty
+//     string, as Redis 8 does; Redis 7 replied the first byte.
 //   - OBJECT IDLETIME is always 0 (no access times are kept), OBJECT FREQ
 //     answers as Redis does without an LFU policy, and OBJECT ENCODING is
 //     derived from the value (int, embstr up to 44 bytes, raw).

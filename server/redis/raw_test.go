@@ -47,7 +47,7 @@ func TestReplies(t *testing.T) {
 		{cmd("INCRBYFLOAT", "f", "inf"), "-ERR increment would produce NaN or Infinity\r\n"},
 		{cmd("SET", "f", "0.1"), "+OK\r\n"},
 		{cmd("INCRBYFLOAT", "f", "0.2"), "$3\r\n0.3\r\n"},
-		{cmd("INCRBYFLOAT", "f", "5.0e3"), "$6\r\n5000.3\r\n"},
+		{cmd("INCRBYFLOAT", "f", "5.0e3"), "$22\r\n5000.29999999999999982\r\n"}, // as Redis: long double
 		{cmd("APPEND", "k", "yz"), ":3\r\n"},
 		{cmd("STRLEN", "k"), ":3\r\n"},
 		{cmd("GETRANGE", "k", "0", "-1"), "$3\r\nwyz\r\n"},
@@ -404,18 +404,31 @@ func TestNumberFormats(t *testing.T) {
 			t.Errorf("string2ll(%q) ok = %v", tc.in, ok)
 		}
 	}
-	for _, tc := range []struct {
-		v    float64
-		want string
-	}{{3, "3"}, {10.6, "10.6"}, {0.1 + 0.2, "0.3"}, {-0.0, "0"}, {1.5e20, "150000000000000000000"}, {17179869185.5, "17179869185.5"}} {
-		if got := formatFloatHuman(tc.v); got != tc.want {
-			t.Errorf("formatFloatHuman(%v) = %q, want %q", tc.v, got, tc.want)
+	// Sums as Redis 7.0.15 computes them in long double (checked with
+	// redis-cli INCRBYFLOAT).
+	for _, tc := range []struct{ a, b, want string }{
+		{"10.5", "0.1", "10.6"}, {"0.1", "0.2", "0.3"}, {"-0.0", "0", "0"}, {"3.0", "0", "3"},
+		{"9223372036854775808", "5", "9223372036854775813"},
+		{"1e308", "1e308", "199999999999999999993371759311691291321120199694831134415594095989843469737676123744200253843777078640893494450108026446304269499187921167194841628860392837535918200039206381557326219209014213335878306791577877829121087126122536729803237260434173178506889763247582601711514636284849020905456510092687857156096"},
+		{"1", "1e-20", "1"}, {"17179869185.5", "0", "17179869185.5"}, {"1.5e20", "0", "150000000000000000000"},
+		{"0x1.8p1", "0.25", "3.25"}, {"5", "-5.0000000000000000001", "0"},
+	} {
+		a, okA := string2ld([]byte(tc.a))
+		b, okB := string2ld([]byte(tc.b))
+		sum, ok := ldAdd(a, b)
+		if !okA || !okB || !ok {
+			t.Errorf("%s + %s: parse %v %v, add %v", tc.a, tc.b, okA, okB, ok)
+			continue
+		}
+		if got := formatLongDouble(sum); got != tc.want {
+			t.Errorf("%s + %s = %s, want %s", tc.a, tc.b, got, tc.want)
 		}
 	}
 	for _, tc := range []struct {
 		in string
 		ok bool
-	}{{"1.5", true}, {" 1", false}, {"1 ", false}, {"nan", false}, {"inf", true}, {"0x10", true}, {"1e999", false}, {"1_0", false}} {
+	}{{"1.5", true}, {" 1", false}, {"1 ", false}, {"nan", false}, {"inf", true}, {"0x10", true}, {"1e999", true}, {"1e4933", false}, {"1e-4940", true}, {"1e-4960", false},
+		{"Infinity", true}, {"0x", false}, {"1e", false}, {"0b1", false}, {"1p3", false}, {"1_0", false}} {
 		if _, ok := string2ld([]byte(tc.in)); ok != tc.ok {
 			t.Errorf("string2ld(%q) ok = %v", tc.in, ok)
 		}

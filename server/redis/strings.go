@@ -2,6 +2,7 @@ package redis
 
 import (
 	"math"
+	"math/big"
 )
 
 // k returns the encoded key of key in the client's database.
@@ -503,7 +504,7 @@ func cmdIncrbyfloat(c *client, args [][]byte) {
 	if !ok {
 		return
 	}
-	var v float64
+	v := new(big.Float)
 	if e.found {
 		var ok bool
 		if v, ok = string2ld(e.val); !ok {
@@ -516,12 +517,11 @@ func cmdIncrbyfloat(c *client, args [][]byte) {
 		c.replyErr(errNotFloat)
 		return
 	}
-	v += incr
-	if math.IsNaN(v) || math.IsInf(v, 0) {
+	if v, ok = ldAdd(v, incr); !ok {
 		c.replyErr("ERR increment would produce NaN or Infinity")
 		return
 	}
-	s := []byte(formatFloatHuman(v))
+	s := []byte(formatLongDouble(v))
 	c.st.set(k, s, e.exp)
 	c.replyBulk(s)
 }
