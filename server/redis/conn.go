@@ -65,23 +65,24 @@ type client struct {
 
 	// Connection state, owned by the client goroutine; fields read by other
 	// goroutines (CLIENT LIST) are under imu.
-	proto     int
-	db        int
-	authed    bool
-	multi     *multiState
-	tx        *txState // an open CSK.BEGIN transaction
-	watches   []watchRec
-	cur       *command      // the command being executed
-	errored   bool          // the current command replied an error
-	closeNow  bool          // close after writing the replies
-	blind     bool          // the current command may defer its commit (pipeline.go)
-	deferred  bool          // the current command's commit is deferred
-	execing   bool          // EXEC is running its queued commands
-	sum       caskade.Batch // an increment's commit (strings.go)
-	buffered  int8          // commandBuffered's answer since the last read: 0 unknown, 1 yes, -1 no
-	pend      pendingRun
-	ended     time.Time // when the last command ended, if the next one runs right after it
-	unflushed int       // commands run since replies were last written
+	proto        int
+	db           int
+	authed       bool
+	multi        *multiState
+	tx           *txState // an open CSK.BEGIN transaction
+	watches      []watchRec
+	watchTouched atomic.Bool   // a commit changed a WATCHed key
+	cur          *command      // the command being executed
+	errored      bool          // the current command replied an error
+	closeNow     bool          // close after writing the replies
+	blind        bool          // the current command may defer its commit (pipeline.go)
+	deferred     bool          // the current command's commit is deferred
+	execing      bool          // EXEC is running its queued commands
+	sum          caskade.Batch // an increment's commit (strings.go)
+	buffered     int8          // commandBuffered's answer since the last read: 0 unknown, 1 yes, -1 no
+	pend         pendingRun
+	ended        time.Time // when the last command ended, if the next one runs right after it
+	unflushed    int       // commands run since replies were last written
 
 	imu      sync.Mutex
 	name     string
@@ -450,6 +451,7 @@ func (c *client) cleanup() {
 	}
 	c.st.end()
 	c.endTx()
+	c.unwatchAll()
 	close(c.done)
 	c.nc.Close()
 }

@@ -3,6 +3,8 @@ package redis
 import (
 	"bytes"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caskade/caskade"
@@ -42,13 +44,69 @@ type watchRec struct {
 	ver uint64
 }
 
+// watchRegistry finds the clients that WATCH a key when a commit changes
+// it, as Redis's watched_keys does. Versions alone cannot tell that a key
+// absent at WATCH was set and deleted again before EXEC (it is absent, at
+// no version, as before), yet that change must fail EXEC. Every commit
+// reaches touch through DB.Subscribe, whichever protocol made it.
+type watchRegistry struct {
+	n    atomic.Int64 // keys registered, read without the lock
+	mu   sync.Mutex
+	keys map[string]map[*client]struct{}
+}
+
+func (r *watchRegistry) add(k []byte, c *client) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.keys == nil {
+		r.keys = map[string]map[*client]struct{}{}
+	}
+	set := r.keys[string(k)]
+	if set == nil {
+		set = map[*client]struct{}{}
+		r.keys[string(k)] = set
+		r.n.Add(1)
+	}
+	set[c] = struct{}{}
+}
+
+func (r *watchRegistry) remove(k []byte, c *client) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	set := r.keys[string(k)]
+	delete(set, c)
+	if set != nil && len(set) == 0 {
+		delete(r.keys, string(k))
+		r.n.Add(-1)
+	}
+}
+
+// touch marks the clients watching any of keys (encoded keys a commit
+// changed).
+func (r *watchRegistry) touch(keys [][]byte) {
+	if r.n.Load() == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range keys {
+		for c := range r.keys[string(k)] {
+			c.watchTouched.Store(true)
+		}
+	}
+}
+
 func (c *client) setMulti(m *multiState) {
 	c.multi = m
 	c.syncInfo()
 }
 
 func (c *client) unwatchAll() {
+	for _, w := range c.watches {
+		c.s.watchReg.remove(w.key, c)
+	}
 	c.watches = c.watches[:0]
+	c.watchTouched.Store(false)
 }
 
 func cmdMulti(c *client, args [][]byte) {
@@ -87,6 +145,10 @@ func cmdWatch(c *client, args [][]byte) {
 		if dup {
 			continue
 		}
+		// Registered before the version is read: a change after the read
+		// marks the client, one before it shows in the version.
+		c.s.watchReg.add(k, c)
+		c.watches = append(c.watches, watchRec{key: k})
 		info, err := c.s.DB.Stat(k)
 		var ver uint64
 		if err == nil {
@@ -95,7 +157,7 @@ func cmdWatch(c *client, args [][]byte) {
 			c.replyDBError(err)
 			return
 		}
-		c.watches = append(c.watches, watchRec{key: k, ver: ver})
+		c.watches[len(c.watches)-1].ver = ver
 	}
 	c.replyOK()
 }
@@ -141,8 +203,10 @@ func cmdExec(c *client, args [][]byte) {
 	}
 	m := c.multi
 	c.setMulti(nil)
+	// The WATCHes stay registered until EXEC ends, so that a change
+	// during a retry below still counts.
 	watches := append([]watchRec(nil), c.watches...)
-	c.unwatchAll()
+	defer c.unwatchAll()
 	if m.dirty {
 		c.replyErr("EXECABORT Transaction discarded because of previous errors.")
 		return
@@ -167,7 +231,10 @@ func cmdExec(c *client, args [][]byte) {
 		st.checkRanges = true
 		st.turn = turn
 		st.useSnapshot()
+		// A WATCHed key changed before the snapshot if a commit touched it
+		// or its version moved; after it, the commit's range checks fail.
 		changed, err := c.watchedChanged(watches, st.snap)
+		changed = changed || c.watchTouched.Load()
 		if err != nil {
 			st.end()
 			c.replyDBError(err)
@@ -179,7 +246,7 @@ func cmdExec(c *client, args [][]byte) {
 			return
 		}
 		for _, w := range watches {
-			st.check(w.key, w.ver)
+			st.rangeReads = append(st.rangeReads, keyRange{begin: w.key, end: append(w.key[:len(w.key):len(w.key)], 0)})
 		}
 		c.replyArray(len(m.cmds))
 		c.execing = true
@@ -196,7 +263,7 @@ func cmdExec(c *client, args [][]byte) {
 		c.out = c.out[:mark]
 		if errors.Is(err, caskade.ErrConflict) {
 			changed, werr := c.watchedChanged(watches, nil)
-			if werr == nil && changed {
+			if werr == nil && (changed || c.watchTouched.Load()) {
 				c.out = resp.AppendNullArray(c.out, c.proto)
 				break
 			}

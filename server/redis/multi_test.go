@@ -210,3 +210,56 @@ func TestExecAtomic(t *testing.T) {
 	eq(t, "a", resInt(t, rdb.Get(ctx, "a")), int64(writers*each))
 	eq(t, "b", resInt(t, rdb.Get(ctx, "b")), int64(-writers*each))
 }
+
+// TestWatchKeySetAndDeletedAgain: a key absent at WATCH and absent again at
+// EXEC has no new version, but it was changed in between, which fails EXEC
+// in Redis. The change may come from this client, another, or the embedded
+// API.
+func TestWatchKeySetAndDeletedAgain(t *testing.T) {
+	ts := startServer(t, nil)
+	c, other := ts.dial(), ts.dial()
+	changes := map[string]func(){
+		"this client": func() {
+			c.do(cmd("SET", "w", "1"), "+OK\r\n")
+			c.do(cmd("DEL", "w"), ":1\r\n")
+		},
+		"another client": func() {
+			other.do(cmd("SET", "w", "1"), "+OK\r\n")
+			other.do(cmd("DEL", "w"), ":1\r\n")
+		},
+		"the embedded API": func() {
+			if err := ts.db.Set([]byte("w"), []byte("1")); err != nil {
+				t.Fatal(err)
+			}
+			if err := ts.db.Delete([]byte("w")); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"an expiry": func() {
+			other.do(cmd("SET", "w", "1"), "+OK\r\n")
+			other.do(cmd("PEXPIREAT", "w", "1"), ":1\r\n")
+		},
+	}
+	for name, change := range changes {
+		c.do(cmd("WATCH", "w"), "+OK\r\n")
+		change()
+		c.do(cmd("MULTI"), "+OK\r\n")
+		c.do(cmd("SET", "out", name), "+QUEUED\r\n")
+		c.do(cmd("EXEC"), "*-1\r\n")
+		c.do(cmd("EXISTS", "out"), ":0\r\n")
+	}
+	// Unchanged, or unwatched after the change, EXEC runs.
+	c.do(cmd("WATCH", "w"), "+OK\r\n")
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("SET", "out", "1"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*1\r\n+OK\r\n")
+	c.do(cmd("WATCH", "w"), "+OK\r\n")
+	changes["another client"]()
+	c.do(cmd("UNWATCH"), "+OK\r\n")
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("SET", "out", "2"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*1\r\n+OK\r\n")
+	if n := ts.srv.watchReg.n.Load(); n != 0 {
+		t.Errorf("%d keys still registered after EXEC and UNWATCH", n)
+	}
+}

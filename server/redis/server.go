@@ -107,6 +107,7 @@ type Server struct {
 	start      time.Time
 	runID      string
 	track      *tracker
+	watchReg   watchRegistry // the WATCHed keys
 	monitors   monitorSet
 	slow       slowlog
 	stats      serverStats
@@ -204,7 +205,10 @@ func (s *Server) init() {
 		s.track = newTracker(s)
 		s.scanCursor.init()
 		if s.DB != nil {
-			s.unsub = s.DB.Subscribe(s.track.onCommit)
+			s.unsub = s.DB.Subscribe(func(keys [][]byte) {
+				s.watchReg.touch(keys)
+				s.track.onCommit(keys)
+			})
 		}
 	})
 }
