@@ -1,0 +1,450 @@
+package redis
+
+// A differential test: the same random command sequences go to caskade and
+// to a real redis-server, and every reply must be the same bytes, after
+// normalising only what legitimately differs (remaining TTLs, the order of
+// KEYS, which key RANDOMKEY picks). It runs where redis-server is installed
+// (CI installs it) and skips elsewhere.
+//
+//	go test -run TestDifferential ./server/redis -differential.seed N -differential.steps 20000
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	diffSeed  = flag.Uint64("differential.seed", 0, "seed of TestDifferentialAgainstRedis (0: from the clock)")
+	diffSteps = flag.Int("differential.steps", 4000, "commands per protocol version in TestDifferentialAgainstRedis")
+	diffTrace = flag.Bool("differential.trace", false, "log every command of TestDifferentialAgainstRedis with both replies")
+)
+
+// startRedis starts redis-server on a unix socket in a temporary directory,
+// without persistence, and returns the socket's path.
+func startRedis(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not installed")
+	}
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "redis.sock")
+	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--dir", dir,
+		"--save", "", "--appendonly", "no", "--daemonize", "no")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	waitFor(t, "redis-server to listen", func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("redis-server exited: %s", out.String())
+		default:
+		}
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	})
+	return sock
+}
+
+// diffConn is one raw connection of the differential test.
+type diffConn struct {
+	nc net.Conn
+	br *bufio.Reader
+}
+
+func dialDiff(t *testing.T, network, addr string) *diffConn {
+	t.Helper()
+	nc, err := net.Dial(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &diffConn{nc: nc, br: bufio.NewReader(nc)}
+}
+
+// roundTrip sends args as one command and returns the raw bytes of its
+// reply.
+func (c *diffConn) roundTrip(args []string) ([]byte, error) {
+	c.nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c.nc, cmd(args...)); err != nil {
+		return nil, err
+	}
+	return readRawReply(c.br, nil)
+}
+
+// readRawReply appends the bytes of one RESP2 or RESP3 reply to dst.
+func readRawReply(br *bufio.Reader, dst []byte) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, line...)
+	if len(line) < 3 {
+		return dst, fmt.Errorf("short reply line %q", line)
+	}
+	n, _ := strconv.Atoi(string(line[1 : len(line)-2]))
+	switch line[0] {
+	case '$', '=', '!': // bulk, verbatim and bulk error: n bytes and CRLF
+		if n < 0 {
+			return dst, nil
+		}
+		body := make([]byte, n+2)
+		if _, err := io.ReadFull(br, body); err != nil {
+			return dst, err
+		}
+		return append(dst, body...), nil
+	case '*', '~', '>': // array, set, push: n replies
+		for range max(n, 0) {
+			if dst, err = readRawReply(br, dst); err != nil {
+				return dst, err
+			}
+		}
+	case '%', '|': // map, attribute: n pairs
+		for range 2 * max(n, 0) {
+			if dst, err = readRawReply(br, dst); err != nil {
+				return dst, err
+			}
+		}
+		if line[0] == '|' { // an attribute precedes the reply it annotates
+			return readRawReply(br, dst)
+		}
+	}
+	return dst, nil
+}
+
+// splitReplies splits the raw bytes of an aggregate reply into its header
+// and its elements' raw bytes.
+func splitReplies(raw []byte) (head []byte, elems [][]byte) {
+	br := bufio.NewReader(bytes.NewReader(raw))
+	line, _ := br.ReadSlice('\n')
+	head = slices.Clone(line)
+	for {
+		e, err := readRawReply(br, nil)
+		if err != nil {
+			return head, elems
+		}
+		elems = append(elems, e)
+	}
+}
+
+// normalize replaces what may differ between two correct servers in the
+// reply raw to args; queued are the commands an EXEC runs, whose replies
+// are normalised one by one.
+func normalize(args []string, raw []byte, queued [][]string) []byte {
+	switch strings.ToUpper(args[0]) {
+	case "TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME":
+		// Time moves between the two servers' replies; what must agree is
+		// whether there is a key and whether it has an expiry.
+		if len(raw) > 1 && raw[0] == ':' && raw[1] != '-' {
+			return []byte(":<positive>\r\n")
+		}
+	case "KEYS": // in key order from caskade, in hash order from Redis
+		head, elems := splitReplies(raw)
+		slices.SortFunc(elems, bytes.Compare)
+		return slices.Concat(append([][]byte{head}, elems...)...)
+	case "RANDOMKEY":
+		if raw[0] == '$' && !bytes.Equal(raw, []byte("$-1\r\n")) {
+			return []byte("$<some key>\r\n")
+		}
+	case "EXEC":
+		head, elems := splitReplies(raw)
+		if raw[0] != '*' || len(elems) != len(queued) {
+			return raw
+		}
+		for i := range elems {
+			elems[i] = normalize(queued[i], elems[i], nil)
+		}
+		return slices.Concat(append([][]byte{head}, elems...)...)
+	}
+	return raw
+}
+
+// diffGen generates random commands over a few keys and awkward values.
+type diffGen struct {
+	r     *rand.Rand
+	multi bool // a MULTI is open
+}
+
+var (
+	diffKeys   = []string{"k0", "k1", "k2", "k3", "num", "f"}
+	diffValues = []string{"", "v", "hello world", "0", "1", "-1", "10", "007", "+5", " 1", "1 ",
+		"9223372036854775807", "-9223372036854775808", "9223372036854775808",
+		"1.5", "-0.25", "3.0", "1e3", "0x10", "inf", "-inf", "nan", "1.7976931348623157e308", "abc"}
+	diffInts = []string{"0", "1", "-1", "2", "10", "100", "-100", "9223372036854775807",
+		"-9223372036854775808", "9223372036854775808", "1.5", "x", "", " 1", "+1", "007"}
+	diffFloats = []string{"0", "1", "-1", "0.1", "-0.2", "1e2", "2.5e-3", "inf", "-inf", "nan", "x",
+		"1.7976931348623157e308", "5.0e3", "", "00.5", ".5", "5."}
+	diffOffsets = []string{"0", "1", "2", "5", "-1", "-3", "20", "x", "536870912"}
+	// GETRANGE's end stays at -1 or above: Redis before 8.0 returned the
+	// first byte for an end before the start of the string, which caskade,
+	// as Redis 8, does not (redis/redis#13207).
+	diffEnds = []string{"0", "1", "2", "5", "-1", "20", "x"}
+	// Relative expiry times stay far from the test's duration so that no
+	// key expires in between the two servers' replies; 0, negative and
+	// past absolute times make both delete the key at once.
+	diffSeconds  = []string{"100", "1000", "0", "-1", "x", "9223372036854775807", "1.5", "4611686018427387"}
+	diffMillis   = []string{"100000", "2000000", "0", "-5", "x", "9223372036854775807"}
+	diffUnixSecs = []string{"1", "4102444800", "0", "-1", "x"} // the first in the past
+	diffUnixMs   = []string{"1", "4102444800000", "0", "x"}
+)
+
+func (g *diffGen) pick(s []string) string { return s[g.r.IntN(len(s))] }
+func (g *diffGen) key() string            { return g.pick(diffKeys) }
+func (g *diffGen) value() string          { return g.pick(diffValues) }
+
+// maybe appends an option with probability 1/3.
+func (g *diffGen) maybe(args []string, opt ...string) []string {
+	if g.r.IntN(3) == 0 {
+		return append(args, opt...)
+	}
+	return args
+}
+
+// expiryOpt returns a random SET/GETEX expiry option. With past allowed,
+// absolute times may be in the past; SET is never given one, because
+// Redis then stores a key that is already expired, which DBSIZE counts
+// until active expiry drops it at a moment of its own.
+func (g *diffGen) expiryOpt(past bool) []string {
+	secs, ms := diffUnixSecs, diffUnixMs
+	if !past {
+		secs, ms = secs[1:], ms[1:]
+	}
+	switch g.r.IntN(4) {
+	case 0:
+		return []string{"EX", g.pick(diffSeconds)}
+	case 1:
+		return []string{"PX", g.pick(diffMillis)}
+	case 2:
+		return []string{"EXAT", g.pick(secs)}
+	default:
+		return []string{"PXAT", g.pick(ms)}
+	}
+}
+
+func (g *diffGen) next() []string {
+	k := g.key()
+	var a []string
+	switch g.r.IntN(44) {
+	case 0, 1, 2:
+		a = []string{"SET", k, g.value()}
+		for range g.r.IntN(3) {
+			switch g.r.IntN(5) {
+			case 0:
+				a = append(a, g.expiryOpt(false)...)
+			case 1:
+				a = append(a, g.pick([]string{"NX", "XX"}))
+			case 2:
+				a = append(a, "GET")
+			case 3:
+				a = append(a, "KEEPTTL")
+			default:
+				a = append(a, g.pick([]string{"ex", "px", "nx", "get", "BOGUS"}))
+			}
+		}
+	case 3, 4:
+		a = []string{"GET", k}
+	case 5:
+		a = []string{"SETNX", k, g.value()}
+	case 6:
+		a = []string{"SETEX", k, g.pick(diffSeconds), g.value()}
+	case 7:
+		a = []string{"PSETEX", k, g.pick(diffMillis), g.value()}
+	case 8:
+		a = []string{"MGET", k, g.key(), g.key()}
+	case 9:
+		a = []string{"MSET", k, g.value(), g.key(), g.value()}
+	case 10:
+		a = []string{"MSETNX", k, g.value(), g.key(), g.value()}
+	case 11:
+		a = []string{"GETSET", k, g.value()}
+	case 12:
+		a = []string{"GETDEL", k}
+	case 13:
+		a = []string{"GETEX", k}
+		switch g.r.IntN(3) {
+		case 0:
+			a = append(a, g.expiryOpt(true)...)
+		case 1:
+			a = append(a, "PERSIST")
+		}
+	case 14:
+		a = []string{"APPEND", k, g.value()}
+	case 15:
+		a = []string{"STRLEN", k}
+	case 16:
+		a = []string{"GETRANGE", k, g.pick(diffOffsets), g.pick(diffEnds)}
+	case 17:
+		a = []string{"SETRANGE", k, g.pick(diffOffsets), g.pick([]string{"", "x", "abc"})}
+	case 18, 19:
+		a = []string{g.pick([]string{"INCR", "DECR"}), k}
+	case 20, 21:
+		a = []string{g.pick([]string{"INCRBY", "DECRBY"}), k, g.pick(diffInts)}
+	case 22, 23:
+		a = []string{"INCRBYFLOAT", k, g.pick(diffFloats)}
+	case 24:
+		a = []string{g.pick([]string{"DEL", "UNLINK", "EXISTS", "TOUCH"}), k, g.key()}
+	case 25:
+		a = []string{g.pick([]string{"EXPIRE", "PEXPIRE"}), k, g.pick(diffSeconds)}
+		a = g.maybe(a, g.pick([]string{"NX", "XX", "GT", "LT", "nx", "FOO"}))
+	case 26:
+		a = []string{"EXPIREAT", k, g.pick(diffUnixSecs)}
+		a = g.maybe(a, g.pick([]string{"NX", "XX", "GT", "LT"}))
+	case 27:
+		a = []string{"PEXPIREAT", k, g.pick(diffUnixMs)}
+		a = g.maybe(a, g.pick([]string{"NX", "XX", "GT", "LT"}))
+	case 28:
+		a = []string{g.pick([]string{"TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME", "PERSIST", "TYPE"}), k}
+	case 29:
+		a = []string{g.pick([]string{"RENAME", "RENAMENX"}), k, g.key()}
+	case 30:
+		a = []string{"COPY", k, g.key()}
+		a = g.maybe(a, "REPLACE")
+		a = g.maybe(a, "DB", g.pick([]string{"0", "1", "16", "x"}))
+	case 31:
+		a = []string{"MOVE", k, g.pick([]string{"0", "1", "2", "-1", "x"})}
+	case 32:
+		a = []string{"SELECT", g.pick([]string{"0", "0", "1", "2", "16", "x"})}
+	case 33:
+		a = []string{g.pick([]string{"DBSIZE", "RANDOMKEY"})}
+	case 34:
+		a = []string{"KEYS", g.pick([]string{"*", "k*", "k[0-1]", "?", "*u*", "[^k]*", "k\\1"})}
+	case 35:
+		a = []string{"SWAPDB", g.pick([]string{"0", "1", "2"}), g.pick([]string{"0", "1", "x"})}
+	case 36:
+		if g.r.IntN(8) == 0 {
+			a = []string{g.pick([]string{"FLUSHDB", "FLUSHALL"})}
+		} else {
+			a = []string{"EXISTS", k}
+		}
+	case 37:
+		// OBJECT ENCODING and REFCOUNT are left out: Redis's depend on how
+		// a value was made (APPEND makes "raw", COPY unshares integers),
+		// caskade's only on the value (see doc.go).
+		a = []string{"OBJECT", "FREQ", k}
+	case 38:
+		if g.multi {
+			a = []string{g.pick([]string{"EXEC", "EXEC", "DISCARD", "MULTI", "WATCH"}), k}[:1]
+		} else {
+			a = []string{g.pick([]string{"MULTI", "MULTI", "EXEC", "DISCARD", "UNWATCH"})}
+		}
+	case 39:
+		a = []string{"WATCH", k, g.key()}
+	case 40:
+		a = []string{g.pick([]string{"ECHO", "PING"}), g.value()}
+	case 41:
+		// Arity errors: too few arguments, or one too many.
+		base := []string{g.pick([]string{"GET", "SET", "INCR", "INCRBY", "GETRANGE", "SETEX", "APPEND", "EXPIRE", "TTL", "RENAME", "STRLEN", "GETDEL"})}
+		if g.r.IntN(2) == 0 {
+			a = base
+		} else {
+			a = append(base, k, "1", "2", "3", "4")
+		}
+	case 42:
+		a = []string{"SET", k, g.value(), "EX", g.pick(diffSeconds), "PX", g.pick(diffMillis)}
+	default:
+		a = []string{"INCRBYFLOAT", "f", g.pick(diffFloats)}
+	}
+	switch strings.ToUpper(a[0]) {
+	case "MULTI":
+		if !g.multi {
+			g.multi = true
+		}
+	case "EXEC", "DISCARD":
+		g.multi = false
+	}
+	return a
+}
+
+// dumpKeys describes every key of the generator as both servers hold it
+// in the current database (after a failure: in MULTI these are queued).
+func dumpKeys(ours, theirs *diffConn) string {
+	var b strings.Builder
+	for _, k := range diffKeys {
+		for _, args := range [][]string{{"GET", k}, {"PTTL", k}} {
+			a, _ := ours.roundTrip(args)
+			r, _ := theirs.roundTrip(args)
+			fmt.Fprintf(&b, "%s %s: %q %q\n  ", args[0], k, a, r)
+		}
+	}
+	return b.String()
+}
+
+// TestDifferentialAgainstRedis runs random commands on caskade and on a
+// real redis-server, over RESP2 and RESP3, and compares each reply.
+func TestDifferentialAgainstRedis(t *testing.T) {
+	sock := startRedis(t)
+	ts := startServer(t, nil)
+	seed := *diffSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -differential.seed %d)", seed, seed)
+	for _, proto := range []string{"2", "3"} {
+		t.Run("RESP"+proto, func(t *testing.T) {
+			ours := dialDiff(t, "tcp", ts.addr)
+			theirs := dialDiff(t, "unix", sock)
+			g := &diffGen{r: rand.New(rand.NewPCG(seed, 0xd1ff))}
+			var history []string  // the commands since the last FLUSHALL, for the failure message
+			var queued [][]string // the commands of an open MULTI
+			multi := false
+			for step := range *diffSteps {
+				args := g.next()
+				if step == 0 {
+					args = []string{"FLUSHALL"}
+				}
+				if step == 1 {
+					args = []string{"HELLO", proto}
+				}
+				history = append(history, strings.Join(args, " "))
+				if len(history) > 60 {
+					history = history[1:]
+				}
+				a, errA := ours.roundTrip(args)
+				b, errB := theirs.roundTrip(args)
+				if err := errors.Join(errA, errB); err != nil {
+					t.Fatalf("step %d %q: %v (seed %d)", step, args, err, seed)
+				}
+				if *diffTrace {
+					t.Logf("%d %q: %q %q", step, args, a, b)
+				}
+				if args[0] == "HELLO" {
+					continue // the server's own description differs, by design
+				}
+				if na, nb := normalize(args, a, queued), normalize(args, b, queued); !bytes.Equal(na, nb) {
+					t.Fatalf("step %d (seed %d): %q\ncaskade: %q\nredis:   %q\nlast commands:\n  %s\nkeys now (caskade, redis):\n  %s",
+						step, seed, args, a, b, strings.Join(history, "\n  "), dumpKeys(ours, theirs))
+				}
+				switch name := strings.ToUpper(args[0]); {
+				case name == "MULTI" && string(b) == "+OK\r\n":
+					multi, queued = true, nil
+				case multi && (name == "EXEC" || name == "DISCARD"):
+					multi, queued = false, nil
+				case multi && string(b) == "+QUEUED\r\n":
+					queued = append(queued, args)
+				}
+			}
+		})
+	}
+}
