@@ -18,7 +18,10 @@
 // Where memcached releases differ, caskade follows the current one
 // (1.6.4x: doc/protocol.txt and its parser): for example a storage command
 // with a bad flags or exptime token skips its data block, and lines shorter
-// than four bytes get "CLIENT_ERROR bad command line format".
+// than four bytes get "CLIENT_ERROR bad command line format". The tests
+// compare caskade with a real memcached where one is installed
+// (TestDifferentialAgainstMemcached), leaving out what changed between
+// releases.
 //
 // Keys are 1 to 250 bytes without control characters, spaces or DEL; keys
 // starting with the byte 0xff are refused with CLIENT_ERROR (that prefix

@@ -194,6 +194,13 @@ func (ss *session) metaGet() {
 			created = false // replaced already; not our stub
 		}
 	}
+	// memcached answers the flags in their order, and an item's TTL
+	// changes where N (creating it) or T comes: a t before them shows the
+	// TTL it had before.
+	var before time.Time
+	if err == nil && !created {
+		before = info.ExpiresAt
+	}
 	touched := false
 	if err == nil && m.has('T') {
 		touched = true
@@ -276,7 +283,13 @@ func (ss *session) metaGet() {
 			b = appendUint(b, uint64(len(val)))
 		case 't':
 			b = append(b, " t"...)
-			b = appendInt(b, ttlSeconds(info.ExpiresAt, now))
+			b = appendInt(b, ttlSeconds(before, now))
+		case 'N':
+			if created {
+				before = info.ExpiresAt
+			}
+		case 'T':
+			before = info.ExpiresAt
 		case 'c':
 			b = append(b, " c"...)
 			b = appendUint(b, info.Version)
@@ -392,7 +405,8 @@ func (ss *session) metaSet() error {
 	if m.has('T') {
 		req.exp = expiryTime(m.t, now)
 	}
-	if m.has('C') && mode != modeAdd {
+	// An append or prepend with C0 checks nothing, as in memcached.
+	if m.has('C') && mode != modeAdd && !(m.c == 0 && (mode == modeAppend || mode == modePrepend)) {
 		req.hasCas, req.cas = true, m.c
 	}
 	if m.has('N') && (mode == modeAppend || mode == modePrepend) {
@@ -408,7 +422,9 @@ func (ss *session) metaSet() error {
 	if out.res == resStored && (m.has('c') || out.stale) {
 		cas = s.versionOf(m.key, out.value, out.flags)
 		if out.stale && cas != 0 {
-			s.items.update(m.key, cas, func(e *itemState) { e.stale = true })
+			// As in memcached, the stale item keeps the win token's mark.
+			sent := s.items.get(m.key, out.was).tokenSent
+			s.items.update(m.key, cas, func(e *itemState) { e.stale, e.tokenSent = true, sent })
 		}
 	}
 	if out.res == resStored && m.has('q') {
@@ -515,7 +531,13 @@ func (ss *session) metaDelete() {
 			}
 			if m.has('I') {
 				if v := s.versionOf(m.key, newVal, newFlags); v != 0 {
-					s.items.update(m.key, v, func(e *itemState) { e.stale = true })
+					// memcached marks the same item stale: it stays
+					// fetched, and loses its win token so the next
+					// reader can win.
+					old := s.items.get(m.key, info.Version)
+					s.items.update(m.key, v, func(e *itemState) {
+						e.stale, e.tokenSent, e.fetched, e.lastAccess = true, false, old.fetched, old.lastAccess
+					})
 				}
 			} else {
 				ss.count.add(statDeleteHits, 1)
@@ -613,9 +635,15 @@ func (ss *session) metaArith() {
 		case 'c':
 			b = append(b, " c"...)
 			b = appendUint(b, s.versionOf(m.key, out.number, out.flags))
-		case 't':
+		case 't': // as in mg, the TTL changes where N or T comes
 			b = append(b, " t"...)
-			b = appendInt(b, ttlSeconds(out.exp, now))
+			b = appendInt(b, ttlSeconds(out.before, now))
+		case 'N':
+			if out.created {
+				out.before = out.exp
+			}
+		case 'T':
+			out.before = out.exp
 		case 'O':
 			b = append(b, ' ')
 			b = append(b, tok...)

@@ -57,6 +57,7 @@ type storeOut struct {
 	value []byte // the value stored (after append or prepend)
 	flags uint32
 	stale bool
+	was   uint64 // stale: the version the stale item replaced
 }
 
 // store executes a storage command as one atomic read-modify-write:
@@ -145,14 +146,15 @@ func (s *Server) store(req *storeReq) (storeOut, error) {
 			case err != nil:
 				return storeOut{}, err
 			case req.hasCas && req.cas != info.Version:
-				if !req.invalidate || req.cas > info.Version {
+				// (memcached takes a cas of 0 for none given: never older.)
+				if !req.invalidate || req.cas == 0 || req.cas > info.Version {
 					return storeOut{res: resExists}, nil
 				}
 				// Meta I: an older cas stores the data as a stale item,
 				// keeping the item's expiry.
 				b.Check(req.key, info.Version)
 				b.SetEntry(req.key, req.data, caskade.SetOptions{ExpiresAt: info.ExpiresAt, Flags: req.flags})
-				out.stale = true
+				out.stale, out.was = true, info.Version
 			default:
 				b.Check(req.key, info.Version)
 				b.SetEntry(req.key, req.data, opts)
@@ -268,7 +270,8 @@ type arithOut struct {
 	created bool
 	flags   uint32
 	exp     time.Time
-	number  []byte // the stored decimal
+	before  time.Time // the expiry before the command (none if created)
+	number  []byte    // the stored decimal
 }
 
 // errNonNumericValue means the item does not hold a decimal number.
@@ -311,7 +314,7 @@ func (s *Server) arith(req *arithReq) (arithOut, error) {
 			default:
 				n -= req.delta
 			}
-			out = arithOut{res: resStored, value: n, flags: info.Flags, exp: info.ExpiresAt}
+			out = arithOut{res: resStored, value: n, flags: info.Flags, exp: info.ExpiresAt, before: info.ExpiresAt}
 			if req.setExp {
 				out.exp = req.exp
 			}

@@ -318,6 +318,25 @@ var textCases = []struct {
 		{"ms d 2 F5\r\nzz\r\nmd d x\r\nmg d v f\r\n", "HD\r\nHD\r\nVA 0 f0\r\n\r\n"},
 		{"md d q\r\nmd d q O1 k\r\n", "NF O1 kd\r\n"},
 	}},
+	// Checked against memcached 1.6.18 by TestDifferentialAgainstMemcached
+	// and against 1.6.45's source: flags answer in their order, so a t
+	// before N or T shows the TTL from before.
+	{"meta flags answer in order", []step{
+		{"mg o1 t N30\r\n", "HD t-1 W\r\n"},
+		{"mg o2 N30 t\r\n", "HD t30 W\r\n"},
+		{"ms o3 1 T100\r\na\r\nmg o3 t T300\r\nmg o3 t\r\n", "HD\r\nHD t100\r\nHD t300\r\n"},
+		{"ma o4 t N50\r\nma o5 N50 t\r\n", "HD t-1\r\nHD t50\r\n"},
+	}},
+	{"meta stale marks", []step{
+		// An older cas with I stores a stale item that keeps the win
+		// token's mark: no second W.
+		{"ms first 1\r\nx\r\n", "HD\r\n"}, // version 1: C1 below is older than s
+		{"mg s N30\r\nms s 1 I C1\r\nx\r\nmg s v\r\n", "HD W\r\nHD\r\nVA 1 Z X\r\nx\r\n"},
+		// md I marks the item stale; it stays fetched and can be won again.
+		{"ms h 1\r\nx\r\nmg h v\r\nmd h I\r\nmg h h\r\n", "HD\r\nVA 1\r\nx\r\nHD\r\nHD h1 X W\r\n"},
+		// C0 checks nothing for an append, and is no older cas for I.
+		{"ms ap 1\r\nx\r\nms ap 1 MA C0\r\ny\r\nms ap 1 I C0\r\nz\r\nmg ap v\r\n", "HD\r\nHD\r\nEX\r\nVA 2\r\nxy\r\n"},
+	}},
 	{"mg touch", []step{
 		{"ms gk 4 T100\r\nooom\r\nmg gk s v T300 t\r\n", "HD\r\nVA 4 s4 t300\r\nooom\r\n"},
 		{"mg gk T-1 v\r\nmg gk v\r\n", "VA 4\r\nooom\r\nEN\r\n"},
