@@ -246,7 +246,7 @@ func (g *diffGen) expiryOpt(past bool) []string {
 func (g *diffGen) next() []string {
 	k := g.key()
 	var a []string
-	switch g.r.IntN(44) {
+	switch g.r.IntN(46) {
 	case 0, 1, 2:
 		a = []string{"SET", k, g.value()}
 		for range g.r.IntN(3) {
@@ -363,6 +363,16 @@ func (g *diffGen) next() []string {
 		}
 	case 42:
 		a = []string{"SET", k, g.value(), "EX", g.pick(diffSeconds), "PX", g.pick(diffMillis)}
+	case 43:
+		a = []string{"SUBSTR", k, g.pick(diffOffsets), g.pick(diffEnds)}
+	case 44:
+		cmds := [][]string{
+			{"GET", k}, {"SET", k, "v", "EX", "10"}, {"MSET", k, "1", g.key(), "2"}, {"MSET", k},
+			{"DEL", k, g.key(), g.key()}, {"COPY", k, g.key(), "DB", "1"}, {"RENAME", k, g.key()},
+			{"MGET", k, g.key()}, {"GETEX", k, "PERSIST"}, {"PING"}, {"SET"}, {"NOPE", k},
+			{"EXPIRE", k, "10"}, {"SWAPDB", "0", "1"}, {"WATCH", k, g.key()}, {"KEYS", "*"},
+		}
+		a = append([]string{"COMMAND", "GETKEYS"}, cmds[g.r.IntN(len(cmds))]...)
 	default:
 		a = []string{"INCRBYFLOAT", "f", g.pick(diffFloats)}
 	}
@@ -446,5 +456,55 @@ func TestDifferentialAgainstRedis(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDifferentialGlob compares KEYS (Redis's glob matcher) on random keys
+// and random patterns made of the characters the matcher treats specially.
+func TestDifferentialGlob(t *testing.T) {
+	sock := startRedis(t)
+	ts := startServer(t, nil)
+	seed := *diffSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -differential.seed %d)", seed, seed)
+	r := rand.New(rand.NewPCG(seed, 0x610b))
+	ours := dialDiff(t, "tcp", ts.addr)
+	theirs := dialDiff(t, "unix", sock)
+	const alphabet = `ab-^!*?[]\`
+	word := func(max int) string {
+		b := make([]byte, r.IntN(max+1))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	do := func(args ...string) ([]byte, []byte) {
+		a, errA := ours.roundTrip(args)
+		b, errB := theirs.roundTrip(args)
+		if err := errors.Join(errA, errB); err != nil {
+			t.Fatalf("%q: %v (seed %d)", args, err, seed)
+		}
+		return a, b
+	}
+	for round := range *diffSteps / 40 {
+		do("FLUSHALL")
+		var keys []string
+		for range 12 {
+			k := word(5)
+			if k == "" {
+				continue
+			}
+			keys = append(keys, k)
+			do("SET", k, "v")
+		}
+		for range 40 {
+			pat := word(6)
+			a, b := do("KEYS", pat)
+			if na, nb := normalize([]string{"KEYS"}, a, nil), normalize([]string{"KEYS"}, b, nil); !bytes.Equal(na, nb) {
+				t.Fatalf("round %d (seed %d): KEYS %q over %q\ncaskade: %q\nredis:   %q", round, seed, pat, keys, a, b)
+			}
+		}
 	}
 }
