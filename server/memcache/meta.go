@@ -176,7 +176,7 @@ func (ss *session) metaGet() {
 		ss.replyErrorAlways(e)
 		return
 	}
-	now := time.Now()
+	now := ss.now
 	val, info, err := s.DB.Lookup(m.key)
 	created := false
 	if errors.Is(err, caskade.ErrNotFound) && m.has('N') {
@@ -400,7 +400,7 @@ func (ss *session) metaSet() error {
 	}
 	data = data[:size]
 	ss.count.add(statCmdSet, 1)
-	now := time.Now()
+	now := ss.now
 	req := storeReq{mode: mode, key: m.key, data: data, flags: m.f, invalidate: m.has('I')}
 	if m.has('T') {
 		req.exp = expiryTime(m.t, now)
@@ -472,7 +472,7 @@ func (ss *session) metaDelete() {
 		ss.replyErrorAlways(e)
 		return
 	}
-	now := time.Now()
+	now := ss.now
 	code, err := func() (string, error) {
 		var b caskade.Batch
 		turn := s.DB.Turn()
@@ -579,7 +579,7 @@ func (ss *session) metaArith() {
 		ss.replyErrorAlways("CLIENT_ERROR invalid mode for ma M token")
 		return
 	}
-	now := time.Now()
+	now := ss.now
 	req := arithReq{key: m.key, incr: incr, delta: 1}
 	if m.has('D') {
 		req.delta = m.d
@@ -690,7 +690,7 @@ func (ss *session) metaDebug() {
 		ss.replyErrorAlways(serverError(err))
 		return
 	}
-	now := time.Now()
+	now := ss.now
 	st := s.items.get(m.key, info.Version)
 	b := append(ss.out, "ME "...)
 	if m.binary {

@@ -72,6 +72,7 @@ type session struct {
 	keybuf     []byte
 	count      counters
 	flush      func() error // nil for UDP
+	now        time.Time    // when the current command started
 }
 
 func (ss *session) init(s *Server, r *reader, udp bool) {
@@ -224,12 +225,9 @@ func (ss *session) lastIsNoreply() bool {
 // execute runs one command line (with its terminator).
 func (ss *session) execute(line []byte) error {
 	ss.noreply, ss.failed = false, false
-	var start time.Time
-	if ss.s.Metrics != nil {
-		start = time.Now()
-	}
+	ss.now = time.Now() // one clock read for the command and its metrics
 	cmd, err := ss.dispatch(line)
-	ss.s.observe(cmd, start, ss.failed)
+	ss.s.observe(cmd, ss.now, ss.failed)
 	return err
 }
 

@@ -111,7 +111,7 @@ func (ss *session) retrieve(cmd commandID) {
 	withCas := cmd == cmdGets || cmd == cmdGats
 	first := 1
 	var exp time.Time
-	now := time.Now()
+	now := ss.now
 	if touch {
 		if len(ss.toks) < 3 {
 			ss.replyError(errBadFormat)
@@ -250,7 +250,7 @@ func (ss *session) storage(cmd commandID) error {
 	}
 	data = data[:size]
 	ss.count.add(statCmdSet, 1)
-	now := time.Now()
+	now := ss.now
 	req := storeReq{key: key, data: data, flags: uint32(flags), exp: expiryTime(e, now)}
 	switch cmd {
 	case cmdSet:
