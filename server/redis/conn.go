@@ -213,6 +213,11 @@ func (c *client) serve() {
 		if c.pusherOn.Load() {
 			c.pmu.Lock()
 			c.busy = true
+			// Pushes queued before this command (an invalidation for a
+			// write already acknowledged to another client) go before its
+			// reply, as in Redis; those it causes itself go after.
+			c.out = append(c.out, c.pending...)
+			c.pending = c.pending[:0]
 			c.pmu.Unlock()
 		}
 		c.process(args)

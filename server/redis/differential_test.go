@@ -508,3 +508,129 @@ func TestDifferentialGlob(t *testing.T) {
 		}
 	}
 }
+
+// pushKeys splits what a RESP3 connection received before a reply into the
+// keys invalidated (sorted; "<all>" for a flush) and the rest.
+func pushKeys(raw []byte) (keys []string, rest []byte) {
+	br := bufio.NewReader(bytes.NewReader(raw))
+	for {
+		one, err := readRawReply(br, nil)
+		if err != nil {
+			break
+		}
+		if !bytes.HasPrefix(one, []byte(">2\r\n$10\r\ninvalidate\r\n")) {
+			rest = append(rest, one...)
+			continue
+		}
+		body := one[len(">2\r\n$10\r\ninvalidate\r\n"):]
+		if body[0] == '_' || bytes.HasPrefix(body, []byte("*-1")) {
+			keys = append(keys, "<all>")
+			continue
+		}
+		_, elems := splitReplies(body)
+		for _, e := range elems {
+			_, k, _ := bytes.Cut(bytes.TrimSuffix(e, []byte("\r\n")), []byte("\r\n"))
+			keys = append(keys, string(k))
+		}
+	}
+	slices.Sort(keys)
+	return keys, rest
+}
+
+// TestDifferentialTracking compares client-side caching invalidations
+// (CLIENT TRACKING over RESP3, in its default, OPTIN, OPTOUT, BCAST and
+// NOLOOP forms) between caskade and Redis: a tracking connection reads
+// keys while it and another connection write them, and after each step
+// the tracking connection's pushes, up to the reply of a PING, must name
+// the same keys.
+func TestDifferentialTracking(t *testing.T) {
+	sock := startRedis(t)
+	ts := startServer(t, nil)
+	seed := *diffSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -differential.seed %d)", seed, seed)
+	r := rand.New(rand.NewPCG(seed, 0x7ac))
+	keys := []string{"t:a", "t:b", "u:c", "u:d"}
+	key := func() string { return keys[r.IntN(len(keys))] }
+	modes := [][]string{{}, {"OPTIN"}, {"OPTOUT"}, {"BCAST"}, {"BCAST", "PREFIX", "t:"}, {"NOLOOP"}, {"OPTIN", "NOLOOP"}}
+	for round := range *diffSteps / 100 {
+		mode := modes[r.IntN(len(modes))]
+		type side struct {
+			tr, other *diffConn
+			pushed    []byte // pushes the tracking connection got since the last check
+		}
+		sides := []*side{
+			{tr: dialDiff(t, "tcp", ts.addr), other: dialDiff(t, "tcp", ts.addr)},
+			{tr: dialDiff(t, "unix", sock), other: dialDiff(t, "unix", sock)},
+		}
+		var history []string
+		do := func(useTr bool, args ...string) [2][]byte {
+			var out [2][]byte
+			for i, s := range sides {
+				c := s.other
+				if useTr {
+					c = s.tr
+				}
+				b, err := c.roundTrip(args)
+				// Pushes may come before the reply: keep them apart.
+				for err == nil && useTr && len(b) > 0 && b[0] == '>' {
+					s.pushed = append(s.pushed, b...)
+					b, err = readRawReply(c.br, nil)
+				}
+				if err != nil {
+					t.Fatalf("round %d %q: %v (seed %d)", round, args, err, seed)
+				}
+				out[i] = b
+			}
+			who := "other"
+			if useTr {
+				who = "tracker"
+			}
+			history = append(history, who+": "+strings.Join(args, " "))
+			return out
+		}
+		do(true, "HELLO", "3")
+		do(false, "FLUSHALL")
+		do(true, append([]string{"CLIENT", "TRACKING", "ON"}, mode...)...)
+		for step := range 100 {
+			switch r.IntN(9) {
+			case 0, 1:
+				do(true, "GET", key())
+			case 2:
+				do(true, "MGET", key(), key())
+			case 3:
+				do(true, "CLIENT", "CACHING", []string{"YES", "NO"}[r.IntN(2)])
+				do(true, "GET", key())
+			case 4:
+				do(true, "SET", key(), "mine")
+			case 5:
+				do(false, "SET", key(), "theirs")
+			case 6:
+				if c := []string{"DEL", "INCR", "APPEND"}[r.IntN(3)]; c == "APPEND" {
+					do(false, c, key(), "x")
+				} else {
+					do(false, c, key())
+				}
+			case 7:
+				do(false, "MSET", key(), "1", key(), "2")
+			default:
+				do(false, "EXPIRE", key(), "100")
+			}
+			// Whatever the tracking connection was sent, up to its PING.
+			do(true, "PING")
+			k0, _ := pushKeys(sides[0].pushed)
+			k1, _ := pushKeys(sides[1].pushed)
+			sides[0].pushed, sides[1].pushed = nil, nil
+			if !slices.Equal(k0, k1) {
+				t.Fatalf("round %d step %d (seed %d), mode %q: invalidated %q, Redis %q\n  %s",
+					round, step, seed, mode, k0, k1, strings.Join(history[max(0, len(history)-16):], "\n  "))
+			}
+		}
+		for _, s := range sides {
+			s.tr.nc.Close()
+			s.other.nc.Close()
+		}
+	}
+}

@@ -190,10 +190,20 @@ func (t *tracker) onCommit(raw [][]byte) {
 		}
 		per[c] = append(per[c], k)
 	}
+	var seen map[string]bool // a key a commit changed twice is invalidated once
 	for _, r := range raw {
 		k, _, ok := userKey(r)
 		if !ok {
 			continue
+		}
+		if len(raw) > 1 {
+			if seen == nil {
+				seen = make(map[string]bool, len(raw))
+			}
+			if seen[string(k)] {
+				continue
+			}
+			seen[string(k)] = true
 		}
 		if set := t.keys[string(k)]; set != nil {
 			for c := range set {

@@ -172,3 +172,30 @@ func TestTrackingRedirect(t *testing.T) {
 	ts.dial().do(cmd("SET", "k", "v"), "+OK\r\n")
 	target.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n")
 }
+
+// TestInvalidationBeforeLaterReplies: an invalidation for a write that
+// was acknowledged before a tracking client sent a command arrives before
+// that command's reply, as in Redis, so that a client never answers from
+// its cache after it could know of the write.
+func TestInvalidationBeforeLaterReplies(t *testing.T) {
+	ts := startServer(t, nil)
+	tr, other := ts.dial(), ts.dial()
+	tr.send(cmd("HELLO", "3"))
+	if _, err := readRawReply(tr.br, nil); err != nil {
+		t.Fatal(err)
+	}
+	tr.do(cmd("CLIENT", "TRACKING", "ON"), "+OK\r\n")
+	for i := range 1000 {
+		if i == 0 {
+			tr.do(cmd("GET", "k"), "_\r\n")
+		} else {
+			tr.do(cmd("GET", "k"), "$1\r\nv\r\n")
+		}
+		other.do(cmd("SET", "k", "v"), "+OK\r\n")
+		tr.send(cmd("PING"))
+		if got := tr.readLine(); got != ">2\r\n" {
+			t.Fatalf("round %d: %q before the invalidation", i, got)
+		}
+		tr.expect("$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n+PONG\r\n")
+	}
+}
