@@ -634,3 +634,154 @@ func TestDifferentialTracking(t *testing.T) {
 		}
 	}
 }
+
+// TestDifferentialExpired compares what commands do with keys that have
+// just expired (their TTL has passed, so each server may or may not have
+// dropped them yet): both must treat them as absent, whatever the command.
+func TestDifferentialExpired(t *testing.T) {
+	sock := startRedis(t)
+	ts := startServer(t, nil)
+	seed := *diffSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -differential.seed %d)", seed, seed)
+	r := rand.New(rand.NewPCG(seed, 0xe4))
+	ours := dialDiff(t, "tcp", ts.addr)
+	theirs := dialDiff(t, "unix", sock)
+	keys := []string{"e0", "e1", "e2", "e3"}
+	key := func() string { return keys[r.IntN(len(keys))] }
+	cmds := []func() []string{
+		func() []string { return []string{"GET", key()} },
+		func() []string { return []string{"EXISTS", key(), key()} },
+		func() []string { return []string{"TTL", key()} },
+		func() []string { return []string{"PTTL", key()} },
+		func() []string { return []string{"TYPE", key()} },
+		func() []string { return []string{"STRLEN", key()} },
+		func() []string { return []string{"INCR", key()} },
+		func() []string { return []string{"INCRBYFLOAT", key(), "1.5"} },
+		func() []string { return []string{"APPEND", key(), "x"} },
+		func() []string { return []string{"SETRANGE", key(), "2", "x"} },
+		func() []string { return []string{"GETRANGE", key(), "0", "-1"} },
+		func() []string { return []string{"GETSET", key(), "n"} },
+		func() []string { return []string{"GETDEL", key()} },
+		func() []string { return []string{"GETEX", key(), "PERSIST"} },
+		func() []string { return []string{"SET", key(), "n", "KEEPTTL"} },
+		func() []string { return []string{"SET", key(), "n", "XX", "GET"} },
+		func() []string { return []string{"SET", key(), "n", "NX"} },
+		func() []string { return []string{"SETNX", key(), "n"} },
+		func() []string { return []string{"MSETNX", key(), "1", key(), "2"} },
+		func() []string { return []string{"EXPIRE", key(), "100"} },
+		func() []string { return []string{"EXPIRE", key(), "100", "XX"} },
+		func() []string { return []string{"EXPIRE", key(), "100", "NX"} },
+		func() []string { return []string{"PERSIST", key()} },
+		func() []string { return []string{"DEL", key()} },
+		func() []string { return []string{"TOUCH", key()} },
+		func() []string { return []string{"RENAME", key(), key()} },
+		func() []string { return []string{"RENAMENX", key(), key()} },
+		func() []string { return []string{"COPY", key(), key()} },
+		func() []string { return []string{"COPY", key(), key(), "REPLACE"} },
+		func() []string { return []string{"MOVE", key(), "1"} },
+		func() []string { return []string{"MGET", key(), key()} },
+		func() []string { return []string{"KEYS", "e*"} },
+		func() []string { return []string{"OBJECT", "FREQ", key()} },
+	}
+	for round := range *diffSteps / 100 {
+		for _, c := range []*diffConn{ours, theirs} {
+			c.roundTrip([]string{"FLUSHALL"})
+		}
+		// Some keys live, some expire in a few milliseconds.
+		for _, k := range keys {
+			args := []string{"SET", k, "5"}
+			if r.IntN(3) > 0 {
+				args = append(args, "PX", strconv.Itoa(1+r.IntN(5)))
+			}
+			for _, c := range []*diffConn{ours, theirs} {
+				c.roundTrip(args)
+				c.roundTrip([]string{"SELECT", "1"})
+				c.roundTrip([]string{"SET", k, "db1", "PX", "3"})
+				c.roundTrip([]string{"SELECT", "0"})
+			}
+		}
+		time.Sleep(10 * time.Millisecond) // past every TTL set above
+		var history []string
+		for step := range 8 {
+			args := cmds[r.IntN(len(cmds))]()
+			history = append(history, strings.Join(args, " "))
+			a, errA := ours.roundTrip(args)
+			b, errB := theirs.roundTrip(args)
+			if err := errors.Join(errA, errB); err != nil {
+				t.Fatal(err)
+			}
+			if na, nb := normalize(args, a, nil), normalize(args, b, nil); !bytes.Equal(na, nb) {
+				t.Fatalf("round %d step %d (seed %d): %q\ncaskade: %q\nredis:   %q\n  %s",
+					round, step, seed, args, a, b, strings.Join(history, "\n  "))
+			}
+		}
+	}
+}
+
+// TestDifferentialScan compares full SCAN iterations (MATCH, COUNT, TYPE):
+// cursors and batches differ by design, the keys returned must not.
+func TestDifferentialScan(t *testing.T) {
+	sock := startRedis(t)
+	ts := startServer(t, nil)
+	seed := *diffSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -differential.seed %d)", seed, seed)
+	r := rand.New(rand.NewPCG(seed, 0x5ca))
+	sides := []*diffConn{dialDiff(t, "tcp", ts.addr), dialDiff(t, "unix", sock)}
+	scanAll := func(c *diffConn, opts []string) ([]string, []byte) {
+		var keys []string
+		cursor := "0"
+		for range 10000 {
+			raw, err := c.roundTrip(append([]string{"SCAN", cursor}, opts...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, parts := splitReplies(raw)
+			if len(parts) != 2 {
+				return nil, raw // an error reply
+			}
+			cursor = strings.SplitN(string(parts[0]), "\r\n", 3)[1]
+			_, elems := splitReplies(parts[1])
+			for _, e := range elems {
+				keys = append(keys, strings.SplitN(string(e), "\r\n", 3)[1])
+			}
+			if cursor == "0" {
+				break
+			}
+		}
+		slices.Sort(keys)
+		return slices.Compact(keys), nil
+	}
+	for round := range *diffSteps / 200 {
+		n := r.IntN(300)
+		for _, c := range sides {
+			c.roundTrip([]string{"FLUSHALL"})
+			for i := range n {
+				c.roundTrip([]string{"SET", fmt.Sprintf("%c:%d", 'a'+byte(i%3), i), "v"})
+			}
+		}
+		for range 5 {
+			var opts []string
+			if r.IntN(2) == 0 {
+				opts = append(opts, "MATCH", []string{"a:*", "*1*", "?:5", "b:[0-3]*", "*"}[r.IntN(5)])
+			}
+			if r.IntN(2) == 0 {
+				opts = append(opts, "COUNT", []string{"1", "10", "1000"}[r.IntN(3)])
+			}
+			if r.IntN(3) == 0 {
+				opts = append(opts, "TYPE", []string{"string", "list"}[r.IntN(2)])
+			}
+			k0, e0 := scanAll(sides[0], opts)
+			k1, e1 := scanAll(sides[1], opts)
+			if !slices.Equal(k0, k1) || !bytes.Equal(e0, e1) {
+				t.Fatalf("round %d (seed %d): SCAN %q over %d keys: caskade %d keys %q, Redis %d keys %q",
+					round, seed, opts, n, len(k0), e0, len(k1), e1)
+			}
+		}
+	}
+}
