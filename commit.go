@@ -254,6 +254,7 @@ func (db *DB) WriteBatches(bs []*Batch) []error {
 	opss := make([][]op, 0, len(bs))
 	idx := make([]int, 0, len(bs))
 	for i, b := range bs {
+		b.version = 0
 		ops, err := db.batchOps(b)
 		if err == nil {
 			err = db.checkOps(ops)
@@ -277,6 +278,7 @@ func (db *DB) WriteBatches(bs []*Batch) []error {
 		errs[i] = cerrs[j]
 		if cerrs[j] == nil {
 			bs[i].keepResults(opss[j])
+			bs[i].version = vers[j]
 		}
 	}
 	return errs

@@ -752,3 +752,48 @@ func TestGetAbsentCandidate(t *testing.T) {
 	mustGet(t, db, "only-key-1", "v")
 	mustGet(t, db, "k01998", "v")
 }
+
+// Batch.Version is the version every key the batch set has after Write,
+// and 0 when the Write failed or changed nothing.
+func TestBatchVersion(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	var b Batch
+	b.Set([]byte("a"), []byte("1"))
+	b.Set([]byte("b"), []byte("2"))
+	if err := db.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	v := b.Version()
+	for _, k := range []string{"a", "b"} {
+		if info, err := db.Stat([]byte(k)); err != nil || info.Version != v || v == 0 {
+			t.Fatalf("%s: version %d (%v), batch %d", k, info.Version, err, v)
+		}
+	}
+	b.Reset()
+	b.ExpireAt([]byte("a"), time.Now().Add(time.Hour))
+	if err := db.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := db.Stat([]byte("a")); b.Version() <= v || info.Version != b.Version() {
+		t.Fatalf("expiry change: version %d, batch %d (before %d)", info.Version, b.Version(), v)
+	}
+	b.Reset()
+	b.Check([]byte("a"), v) // no longer a's version
+	b.Set([]byte("a"), []byte("x"))
+	if err := db.Write(&b); !errors.Is(err, ErrConflict) || b.Version() != 0 {
+		t.Fatalf("failed write: %v, version %d", err, b.Version())
+	}
+	b.Reset()
+	b.Delete([]byte("absent"))
+	if err := db.Write(&b); err != nil || b.Version() != 0 {
+		t.Fatalf("write that changed nothing: %v, version %d", err, b.Version())
+	}
+	bs := []*Batch{{}, {}}
+	bs[0].Set([]byte("c"), []byte("3"))
+	bs[1].Check([]byte("c"), 1)
+	bs[1].Set([]byte("d"), []byte("4"))
+	errs := db.WriteBatches(bs)
+	if info, _ := db.Stat([]byte("c")); errs[0] != nil || bs[0].Version() != info.Version || !errors.Is(errs[1], ErrConflict) || bs[1].Version() != 0 {
+		t.Fatalf("WriteBatches: %v, versions %d %d (c at %d)", errs, bs[0].Version(), bs[1].Version(), info.Version)
+	}
+}

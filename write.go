@@ -158,9 +158,10 @@ func expiryAt(t time.Time) int64 {
 // values given to it. It is not safe for concurrent use; it may be reused
 // after Reset.
 type Batch struct {
-	ops []op
-	buf []byte
-	err error
+	ops     []op
+	buf     []byte
+	err     error
+	version uint64 // of the last successful Write
 }
 
 // Set adds a write of key = value.
@@ -262,10 +263,16 @@ func (b *Batch) Int(i int) int64 { return b.ops[i].result }
 // Len returns the number of operations (writes and checks) in the batch.
 func (b *Batch) Len() int { return len(b.ops) }
 
+// Version returns the commit version of the batch's last successful
+// Write: the KeyInfo.Version every key it set now has (until the next
+// change). It is 0 before a Write, after a failed one, and when the batch
+// changed nothing (a delete of an absent key, say).
+func (b *Batch) Version() uint64 { return b.version }
+
 // Reset empties the batch for reuse.
 func (b *Batch) Reset() {
 	clear(b.ops)
-	b.ops, b.buf, b.err = b.ops[:0], b.buf[:0], nil
+	b.ops, b.buf, b.err, b.version = b.ops[:0], b.buf[:0], nil, 0
 }
 
 // keep copies p into storage owned by the batch. Slices handed out earlier
@@ -286,6 +293,7 @@ func (db *DB) Write(b *Batch) error { return db.write(b, false) }
 
 // write is Write; turn says the batch is a Turn holder's (Turn.Write).
 func (db *DB) write(b *Batch, turn bool) error {
+	b.version = 0
 	ops, err := db.batchOps(b)
 	if err != nil || len(ops) == 0 {
 		return err
@@ -298,6 +306,7 @@ func (db *DB) write(b *Batch, turn bool) error {
 	db.commitMany([][]op{ops}, []*txnReq{nil}, vers[:], errs[:], turn)
 	if errs[0] == nil {
 		b.keepResults(ops)
+		b.version = vers[0]
 	}
 	return errs[0]
 }

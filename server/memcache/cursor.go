@@ -70,7 +70,7 @@ func (ss *session) cursor(k []byte, withCas bool) string {
 		if n > 0 {
 			ss.mark()
 		}
-		ss.appendValue(key, val, info.Flags, info.Version, withCas)
+		ss.appendValue(key, val, info.Flags, ss.s.casOf(key, info.Version), withCas)
 		n++
 		if !ss.room() {
 			return errReplyTooLarge

@@ -245,7 +245,7 @@ func (g *mcGen) next() func(c *mcDiffConn) string {
 	flags := g.pick([]string{"0", "1", "4294967295"})
 	exp := g.pick(mcExp)
 	fixed := func(s string) func(*mcDiffConn) string { return func(*mcDiffConn) string { return s } }
-	switch g.r.IntN(22) {
+	switch g.r.IntN(23) {
 	case 0, 1, 2:
 		cmd := g.pick([]string{"set", "add", "replace", "append", "prepend"})
 		if cmd == "append" || cmd == "prepend" {
@@ -272,9 +272,7 @@ func (g *mcGen) next() func(c *mcDiffConn) string {
 			"bogus command\r\n",
 		}))
 	case 10, 11:
-		// No T: caskade gives a key whose TTL changed a new cas unique
-		// (memcached keeps it), and with it a fresh h, l, W, X, Z state.
-		fl := []string{"v", "f", "t", "s", "k", "c", "O99", "q", "h", "N1000"}
+		fl := []string{"v", "f", "t", "s", "k", "c", "O99", "q", "h", "N1000", "T1000", "T2000"}
 		if k == "n" {
 			fl = slices.DeleteFunc(fl, func(f string) bool { return f == "h" })
 		}
@@ -319,6 +317,12 @@ func (g *mcGen) next() func(c *mcDiffConn) string {
 		return fixed(fmt.Sprintf("set %s %s %s %d noreply\r\n%s\r\n", k, flags, exp, len(v), v))
 	case 19:
 		return fixed(g.pick([]string{"incr n 1\r\n", "decr n 1\r\n", "delete " + k + " 1\r\n"}))
+	case 21:
+		return fixed(g.pick([]string{
+			fmt.Sprintf("touch %s %s\r\n", k, g.pick(mcExp)),
+			fmt.Sprintf("gat %s %s %s\r\n", g.pick(mcExp), k, g.pick(mcKeys)),
+			fmt.Sprintf("gats %s %s\r\n", g.pick(mcExp), k),
+		}))
 	case 20: // a pipeline of gets, one reply for each
 		return fixed(fmt.Sprintf("get %s\r\nmg %s v\r\ngets %s\r\n", k, g.pick(mcKeys), k))
 	default:

@@ -77,15 +77,17 @@
 //
 //   - Nothing is evicted: caskade is a database, not a cache. Items leave
 //     by expiry, delete or flush_all only; "evictions" stays 0.
-//   - cas uniques are commit versions, shared by all protocols. Changing an
-//     item's expiry rewrites it, so touch, gat, gats and mg with T give the
-//     item a new cas unique (gats and mg c report the new one); in memcached
-//     touch keeps the cas unique.
-//   - The meta E flag (choose the next cas value) is accepted and ignored:
-//     versions are assigned by the database.
+//   - cas uniques are commit versions, shared by all protocols, except
+//     where memcached keeps or names one: touch, gat, gats and mg with T
+//     keep the item's cas unique (and its fetched and win marks), and meta E
+//     names the cas unique of what ms, ma or md I write. Those live in the
+//     item state table below: if one is lost (a restart, flush_all, or a
+//     full table), the item's cas unique is its version again, and a cas
+//     with the old unique fails with EXISTS rather than overwrite. As in
+//     memcached, a cas unique named by E may equal one the key gets later.
 //   - The fetched, last-access, win-token and stale marks (mg h, l, W, Z, X;
 //     me fetch, la) are kept in memory for up to 65536 keys, are lost on
-//     restart, and are reset by any write to the key.
+//     restart, and are reset by any write to the key but a touch.
 //   - flush_all deletes the keys (memcached hides them); a delayed
 //     flush_all is pending in memory only and is cancelled by Shutdown.
 //   - The binary protocol, SASL, slab and LRU commands (slabs, lru,

@@ -21,7 +21,7 @@ type metaReq struct {
 
 	n, t, r int64  // N, T, R tokens (TTL-like)
 	f       uint32 // F client flags
-	c, e    uint64 // C compare cas, E new cas (accepted, not honoured)
+	c, e    uint64 // C compare cas, E new cas
 	j, d    uint64 // J initial, D delta
 	mode    byte   // M
 }
@@ -205,19 +205,8 @@ func (ss *session) metaGet() {
 	if err == nil && m.has('T') {
 		touched = true
 		exp := expiryTime(m.t, now)
-		if !exp.IsZero() && !exp.After(now) {
-			_, err = s.DB.ExpireAt(m.key, exp)
-			info.ExpiresAt = exp
-		} else {
-			var ok bool
-			ok, err = s.touchKey(m.key, exp)
-			if err == nil && !ok {
-				err = caskade.ErrNotFound
-			}
-			if err == nil {
-				val, info, err = s.DB.Lookup(m.key)
-			}
-		}
+		val, info, err = s.touch(m.key, exp, now)
+		info.ExpiresAt = exp
 	}
 	if touched {
 		ss.count.add(statCmdTouch, 1)
@@ -265,8 +254,12 @@ func (ss *session) metaGet() {
 		s.items.update(m.key, info.Version, func(e *itemState) { e.tokenSent = true })
 	}
 
+	cas := info.Version
+	if st.cas != 0 {
+		cas = st.cas
+	}
 	withValue := m.has('v')
-	if m.has('C') && m.c == info.Version {
+	if m.has('C') && m.c == cas {
 		withValue = false
 	}
 	b := ss.out
@@ -292,7 +285,7 @@ func (ss *session) metaGet() {
 			before = info.ExpiresAt
 		case 'c':
 			b = append(b, " c"...)
-			b = appendUint(b, info.Version)
+			b = appendUint(b, cas)
 		case 'f':
 			b = append(b, " f"...)
 			b = appendUint(b, uint64(info.Flags))
@@ -401,7 +394,8 @@ func (ss *session) metaSet() error {
 	data = data[:size]
 	ss.count.add(statCmdSet, 1)
 	now := ss.now
-	req := storeReq{mode: mode, key: m.key, data: data, flags: m.f, invalidate: m.has('I')}
+	req := storeReq{mode: mode, key: m.key, data: data, flags: m.f, invalidate: m.has('I'),
+		version: m.has('c') || m.has('E')}
 	if m.has('T') {
 		req.exp = expiryTime(m.t, now)
 	}
@@ -418,13 +412,18 @@ func (ss *session) metaSet() error {
 		return nil
 	}
 	ss.storeStats(req.hasCas, out.res)
-	var cas uint64
-	if out.res == resStored && (m.has('c') || out.stale) {
-		cas = s.versionOf(m.key, out.value, out.flags)
-		if out.stale && cas != 0 {
+	cas := out.version
+	if out.res == resStored {
+		if m.has('E') && m.e != 0 {
+			// E names the new item's cas unique (memcached, like us,
+			// takes E0 for none).
+			s.setCas(m.key, out.version, m.e)
+			cas = m.e
+		}
+		if out.stale {
 			// As in memcached, the stale item keeps the win token's mark.
 			sent := s.items.get(m.key, out.was).tokenSent
-			s.items.update(m.key, cas, func(e *itemState) { e.stale, e.tokenSent = true, sent })
+			s.items.update(m.key, out.version, func(e *itemState) { e.stale, e.tokenSent = true, sent })
 		}
 	}
 	if out.res == resStored && m.has('q') {
@@ -496,7 +495,7 @@ func (ss *session) metaDelete() {
 			if err != nil {
 				return "", err
 			}
-			if m.has('C') && m.c != info.Version {
+			if m.has('C') && m.c != s.casOf(m.key, info.Version) {
 				ss.count.add(statDeleteMisses, 1)
 				return "EX", nil
 			}
@@ -530,15 +529,17 @@ func (ss *session) metaDelete() {
 				return "", err
 			}
 			if m.has('I') {
-				if v := s.versionOf(m.key, newVal, newFlags); v != 0 {
-					// memcached marks the same item stale: it stays
-					// fetched, and loses its win token so the next
-					// reader can win.
-					old := s.items.get(m.key, info.Version)
-					s.items.update(m.key, v, func(e *itemState) {
-						e.stale, e.tokenSent, e.fetched, e.lastAccess = true, false, old.fetched, old.lastAccess
-					})
+				// memcached marks the same item stale, with a new cas
+				// unique (E's, if given): it stays fetched, and loses its
+				// win token so the next reader can win.
+				old := s.items.get(m.key, info.Version)
+				var cas uint64
+				if m.has('E') {
+					cas = m.e
 				}
+				s.items.update(m.key, b.Version(), func(e *itemState) {
+					e.stale, e.tokenSent, e.fetched, e.lastAccess, e.cas = true, false, old.fetched, old.lastAccess, cas
+				})
 			} else {
 				ss.count.add(statDeleteHits, 1)
 			}
@@ -621,6 +622,11 @@ func (ss *session) metaArith() {
 		return
 	}
 	ss.count.add(hit, 1)
+	cas := out.version
+	if m.has('E') && m.e != 0 {
+		s.setCas(m.key, out.version, m.e)
+		cas = m.e
+	}
 	if m.has('q') {
 		return
 	}
@@ -634,7 +640,7 @@ func (ss *session) metaArith() {
 		switch tok[0] {
 		case 'c':
 			b = append(b, " c"...)
-			b = appendUint(b, s.versionOf(m.key, out.number, out.flags))
+			b = appendUint(b, cas)
 		case 't': // as in mg, the TTL changes where N or T comes
 			b = append(b, " t"...)
 			b = appendInt(b, ttlSeconds(out.before, now))
@@ -707,7 +713,11 @@ func (ss *session) metaDebug() {
 	}
 	b = appendInt(b, la)
 	b = append(b, " cas="...)
-	b = appendUint(b, info.Version)
+	cas := info.Version
+	if st.cas != 0 {
+		cas = st.cas
+	}
+	b = appendUint(b, cas)
 	if st.fetched {
 		b = append(b, " fetch=yes"...)
 	} else {

@@ -28,6 +28,10 @@ type itemState struct {
 	fetched    bool
 	tokenSent  bool
 	stale      bool
+	// cas is the cas unique clients see for this version when it is not
+	// the version itself: touching an item rewrites it at a new version
+	// but keeps its cas unique, and meta E names one (0: the version).
+	cas uint64
 }
 
 // stateSlot is one slot of the table: the state of the key whose 64-bit
@@ -35,6 +39,7 @@ type itemState struct {
 type stateSlot struct {
 	hash       uint64
 	version    uint64
+	cas        uint64
 	lastAccess int64 // Unix nanoseconds; 0: never
 	fetched    bool
 	tokenSent  bool
@@ -76,7 +81,7 @@ func (t *itemStates) find(key []byte) (*[itemStateWays]stateSlot, *sync.Mutex, u
 }
 
 func (s *stateSlot) state() itemState {
-	st := itemState{version: s.version, fetched: s.fetched, tokenSent: s.tokenSent, stale: s.stale}
+	st := itemState{version: s.version, fetched: s.fetched, tokenSent: s.tokenSent, stale: s.stale, cas: s.cas}
 	if s.lastAccess != 0 {
 		st.lastAccess = time.Unix(0, s.lastAccess)
 	}
@@ -84,7 +89,7 @@ func (s *stateSlot) state() itemState {
 }
 
 func (s *stateSlot) set(st itemState) {
-	s.version, s.fetched, s.tokenSent, s.stale = st.version, st.fetched, st.tokenSent, st.stale
+	s.version, s.fetched, s.tokenSent, s.stale, s.cas = st.version, st.fetched, st.tokenSent, st.stale, st.cas
 	s.lastAccess = 0
 	if !st.lastAccess.IsZero() {
 		s.lastAccess = st.lastAccess.UnixNano()

@@ -1,7 +1,6 @@
 package memcache
 
 import (
-	"bytes"
 	"errors"
 	"strings"
 	"time"
@@ -49,15 +48,17 @@ type storeReq struct {
 	invalidate bool      // meta I: a cas older than the item's stores a stale item
 	vivify     bool      // meta N in append mode: create on miss
 	vivifyExp  time.Time // expiry of an item created by vivify
+	version    bool      // report the version written (storeOut.version)
 }
 
 // storeOut is the outcome of a storage command.
 type storeOut struct {
-	res   storeResult
-	value []byte // the value stored (after append or prepend)
-	flags uint32
-	stale bool
-	was   uint64 // stale: the version the stale item replaced
+	res     storeResult
+	value   []byte // the value stored (after append or prepend)
+	flags   uint32
+	stale   bool
+	was     uint64 // stale: the version the stale item replaced
+	version uint64 // the version written (0 if not asked for: storeReq.version)
 }
 
 // store executes a storage command as one atomic read-modify-write:
@@ -69,14 +70,16 @@ func (s *Server) store(req *storeReq) (storeOut, error) {
 	opts := caskade.SetOptions{ExpiresAt: req.exp, Flags: req.flags}
 	var b caskade.Batch
 	switch {
-	case req.mode == modeSet && !req.hasCas:
+	case req.mode == modeSet && !req.hasCas && !req.version:
 		if err := db.SetEntry(req.key, req.data, opts); err != nil {
 			return storeOut{}, err
 		}
 		return storeOut{res: resStored, value: req.data, flags: req.flags}, nil
 
-	case req.mode == modeAdd:
-		b.Check(req.key, 0)
+	case req.mode == modeSet && !req.hasCas, req.mode == modeAdd:
+		if req.mode == modeAdd {
+			b.Check(req.key, 0)
+		}
 		b.SetEntry(req.key, req.data, opts)
 		if err := db.Write(&b); err != nil {
 			if errors.Is(err, caskade.ErrConflict) {
@@ -84,7 +87,7 @@ func (s *Server) store(req *storeReq) (storeOut, error) {
 			}
 			return storeOut{}, err
 		}
-		return storeOut{res: resStored, value: req.data, flags: req.flags}, nil
+		return storeOut{res: resStored, value: req.data, flags: req.flags, version: b.Version()}, nil
 
 	case req.mode == modeAppend || req.mode == modePrepend:
 		turn := db.Turn()
@@ -104,7 +107,7 @@ func (s *Server) store(req *storeReq) (storeOut, error) {
 				out = storeOut{res: resStored, value: req.data, flags: req.flags}
 			case err != nil:
 				return storeOut{}, err
-			case req.hasCas && req.cas != info.Version:
+			case req.hasCas && req.cas != s.casOf(req.key, info.Version):
 				return storeOut{res: resExists}, nil
 			case len(old)+len(req.data) > s.maxItemSize:
 				return storeOut{res: resNotStored}, nil
@@ -121,6 +124,7 @@ func (s *Server) store(req *storeReq) (storeOut, error) {
 			}
 			err = turn.Write(&b)
 			if err == nil {
+				out.version = b.Version()
 				return out, nil
 			}
 			if !errors.Is(err, caskade.ErrConflict) {
@@ -145,9 +149,9 @@ func (s *Server) store(req *storeReq) (storeOut, error) {
 				return storeOut{res: resNotStored}, nil
 			case err != nil:
 				return storeOut{}, err
-			case req.hasCas && req.cas != info.Version:
+			case req.hasCas && req.cas != s.casOf(req.key, info.Version):
 				// (memcached takes a cas of 0 for none given: never older.)
-				if !req.invalidate || req.cas == 0 || req.cas > info.Version {
+				if !req.invalidate || req.cas == 0 || req.cas > s.casOf(req.key, info.Version) {
 					return storeOut{res: resExists}, nil
 				}
 				// Meta I: an older cas stores the data as a stale item,
@@ -161,6 +165,7 @@ func (s *Server) store(req *storeReq) (storeOut, error) {
 			}
 			err = turn.Write(&b)
 			if err == nil {
+				out.version = b.Version()
 				return out, nil
 			}
 			if !errors.Is(err, caskade.ErrConflict) {
@@ -171,50 +176,63 @@ func (s *Server) store(req *storeReq) (storeOut, error) {
 	}
 }
 
-// versionOf returns the version of key if it still holds value and flags
-// (as just written by the caller), else 0. The engine does not report the
-// version a Batch committed at; a later identical write is harmless to
-// report, since a cas with its version then replaces exactly the bytes the
-// client knows.
-func (s *Server) versionOf(key, value []byte, flags uint32) uint64 {
-	v, info, err := s.DB.Lookup(key)
-	if err != nil || info.Flags != flags || !bytes.Equal(v, value) {
-		return 0
+// casOf returns the cas unique memcached clients see for key at version:
+// the version itself, unless a touch kept the one from before or meta E
+// named one. Those live in the item state table, which is bounded and not
+// persisted: once one is lost, the cas unique is the version again, and a
+// cas command with the old unique fails with EXISTS (never overwrites).
+func (s *Server) casOf(key []byte, version uint64) uint64 {
+	if st := s.items.get(key, version); st.cas != 0 {
+		return st.cas
 	}
-	return info.Version
+	return version
 }
 
-// touchKey sets key's expiry (zero: never) and reports whether it existed.
-func (s *Server) touchKey(key []byte, exp time.Time) (bool, error) {
-	if exp.IsZero() {
-		return s.DB.Persist(key)
+// setCas makes cas the cas unique of key at version.
+func (s *Server) setCas(key []byte, version, cas uint64) {
+	if version != 0 && cas != 0 && cas != version {
+		s.items.update(key, version, func(e *itemState) { e.cas = cas })
 	}
-	return s.DB.ExpireAt(key, exp)
 }
 
-// getAndTouch changes key's expiry and returns its value and KeyInfo as of
-// after the change (so that the version can serve as a cas unique). An
-// expiry in the past returns the value as it was and then removes it, as
-// memcached's gat does.
-func (s *Server) getAndTouch(key []byte, exp time.Time, now time.Time) ([]byte, caskade.KeyInfo, error) {
-	if !exp.IsZero() && !exp.After(now) {
+// touch sets key's expiry (zero: never; in the past: delete it), as one
+// atomic step with reading it, and returns the value and KeyInfo from
+// before, with Version and ExpiresAt as after. As memcached's touch leaves
+// the item as it was, the key keeps its cas unique and its access marks,
+// although the engine rewrites it at a new version.
+func (s *Server) touch(key []byte, exp, now time.Time) ([]byte, caskade.KeyInfo, error) {
+	var b caskade.Batch
+	turn := s.DB.Turn()
+	defer turn.Done()
+	for attempt := range maxAttempts {
+		turn.Wait(attempt)
 		v, info, err := s.DB.Lookup(key)
 		if err != nil {
 			return nil, info, err
 		}
-		if _, err := s.DB.ExpireAt(key, exp); err != nil {
+		b.Reset()
+		b.Check(key, info.Version)
+		b.ExpireAt(key, exp)
+		err = turn.Write(&b)
+		if errors.Is(err, caskade.ErrConflict) {
+			continue
+		}
+		if err != nil {
 			return nil, info, err
 		}
+		if !exp.IsZero() && !exp.After(now) {
+			return v, info, nil // deleted: gat returns the value it had
+		}
+		st := s.items.get(key, info.Version)
+		if st.cas == 0 {
+			st.cas = info.Version
+		}
+		st.version = b.Version()
+		s.items.update(key, st.version, func(e *itemState) { *e = st })
+		info.Version, info.ExpiresAt = st.version, exp
 		return v, info, nil
 	}
-	ok, err := s.touchKey(key, exp)
-	if err != nil {
-		return nil, caskade.KeyInfo{}, err
-	}
-	if !ok {
-		return nil, caskade.KeyInfo{}, caskade.ErrNotFound
-	}
-	return s.DB.Lookup(key)
+	return nil, caskade.KeyInfo{}, errContended
 }
 
 // deleteKey deletes key if it exists (and, with hasCas, is at version cas),
@@ -232,7 +250,7 @@ func (s *Server) deleteKey(key []byte, hasCas bool, cas uint64) (storeResult, er
 		if err != nil {
 			return 0, err
 		}
-		if hasCas && info.Version != cas {
+		if hasCas && s.casOf(key, info.Version) != cas {
 			return resExists, nil
 		}
 		b.Reset()
@@ -272,6 +290,7 @@ type arithOut struct {
 	exp     time.Time
 	before  time.Time // the expiry before the command (none if created)
 	number  []byte    // the stored decimal
+	version uint64    // the version written
 }
 
 // errNonNumericValue means the item does not hold a decimal number.
@@ -299,7 +318,7 @@ func (s *Server) arith(req *arithReq) (arithOut, error) {
 			b.Check(req.key, 0)
 		case err != nil:
 			return arithOut{}, err
-		case req.hasCas && req.cas != info.Version:
+		case req.hasCas && req.cas != s.casOf(req.key, info.Version):
 			return arithOut{res: resExists}, nil
 		default:
 			n, ok := parseCounter(old)
@@ -324,6 +343,7 @@ func (s *Server) arith(req *arithReq) (arithOut, error) {
 		b.SetEntry(req.key, out.number, caskade.SetOptions{ExpiresAt: out.exp, Flags: out.flags})
 		err = turn.Write(&b)
 		if err == nil {
+			out.version = b.Version()
 			return out, nil
 		}
 		if !errors.Is(err, caskade.ErrConflict) {

@@ -163,7 +163,7 @@ func (ss *session) retrieve(cmd commandID) {
 		)
 		if touch {
 			ss.count.add(statCmdTouch, 1)
-			val, info, err = s.getAndTouch(k, exp, now)
+			val, info, err = s.touch(k, exp, now)
 		} else {
 			ss.count.add(statCmdGet, 1)
 			val, info, err = s.DB.Lookup(k)
@@ -186,8 +186,11 @@ func (ss *session) retrieve(cmd commandID) {
 		} else {
 			ss.count.add(statGetHits, 1)
 		}
-		s.items.accessed(k, info.Version, now)
-		ss.appendValue(k, val, info.Flags, info.Version, withCas)
+		cas := info.Version
+		if prev := s.items.accessed(k, info.Version, now); prev.cas != 0 {
+			cas = prev.cas
+		}
+		ss.appendValue(k, val, info.Flags, cas, withCas)
 		if !ss.room() {
 			fail(errReplyTooLarge)
 			return
@@ -321,7 +324,14 @@ func (ss *session) touch() {
 		return
 	}
 	ss.count.add(statCmdTouch, 1)
-	found, err := ss.s.touchKey(t[1], expiryTime(e, time.Now()))
+	_, info, err := ss.s.touch(t[1], expiryTime(e, ss.now), ss.now)
+	found := err == nil
+	if found {
+		ss.s.items.accessed(t[1], info.Version, ss.now) // a touch is a fetch, in memcached
+	}
+	if errors.Is(err, caskade.ErrNotFound) {
+		err = nil
+	}
 	if err != nil {
 		ss.replyError(serverError(err))
 		return

@@ -700,3 +700,49 @@ func TestLargeMultiGet(t *testing.T) {
 	want.WriteString("END\r\n")
 	c.do("get "+strings.Join(keys, " ")+"\r\n", want.String())
 }
+
+// TestTouchKeepsCas: touch, gat, gats and mg T change only the expiry, and
+// the item keeps its cas unique and access marks, as in memcached, though
+// the engine rewrites the key at a new version.
+func TestTouchKeepsCas(t *testing.T) {
+	ts := startServer(t)
+	c := ts.dial(t)
+	c.do("set k 1 0 2\r\nv1\r\n", "STORED\r\n")
+	cas := casOf(t, c, "k")
+	c.do("touch k 100\r\n", "TOUCHED\r\n")
+	c.do("gat 200 k\r\n", "VALUE k 1 2\r\nv1\r\nEND\r\n")
+	c.do("gats 300 k\r\n", fmt.Sprintf("VALUE k 1 2 %d\r\nv1\r\nEND\r\n", cas))
+	c.do("mg k T400 c t h\r\n", fmt.Sprintf("HD c%d t400 h1\r\n", cas))
+	if got := casOf(t, c, "k"); got != cas {
+		t.Fatalf("cas unique %d after touches, was %d", got, cas)
+	}
+	c.do(fmt.Sprintf("cas k 1 0 2 %d\r\nv2\r\n", cas), "STORED\r\n")
+	if got := casOf(t, c, "k"); got == cas {
+		t.Fatal("a new value kept the cas unique")
+	}
+}
+
+// TestMetaE: E names the cas unique of the item a command writes.
+func TestMetaE(t *testing.T) {
+	ts := startServer(t)
+	c := ts.dial(t)
+	c.do("ms k 2 E900 c\r\nv1\r\n", "HD c900\r\n")
+	c.do("mg k c v\r\n", "VA 2 c900\r\nv1\r\n")
+	c.do("gets k\r\n", "VALUE k 0 2 900\r\nv1\r\nEND\r\n")
+	c.do("ms k 2 C899\r\nv2\r\n", "EX\r\n")
+	c.do("ms k 2 C900 E901\r\nv2\r\n", "HD\r\n")
+	c.do("ma n N0 E50 c\r\nma n E51 c v\r\n", "HD c50\r\nVA 1 c51\r\n1\r\n")
+	c.do("md k C901 I E902\r\nmg k c\r\n", "HD\r\nHD c902 X W\r\n")
+	// Written by another protocol (here the embedded API), the key's cas
+	// unique is its version again.
+	if err := ts.db.Set([]byte("k"), []byte("v3")); err != nil {
+		t.Fatal(err)
+	}
+	if got := casOf(t, c, "k"); got == 902 {
+		t.Fatal("cas unique survived a write")
+	}
+	// A named cas unique lives in memory: flush_all (or a restart)
+	// forgets it, and a cas with it then fails, never overwrites.
+	c.do("ms e 1 E777\r\nx\r\nflush_all\r\nms e 1\r\ny\r\n", "HD\r\nOK\r\nHD\r\n")
+	c.do("ms e 1 C777\r\nz\r\nmg e v\r\n", "EX\r\nVA 1\r\ny\r\n")
+}
