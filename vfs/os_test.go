@@ -84,3 +84,46 @@ func TestOSLockAcrossProcesses(t *testing.T) {
 		})
 	}
 }
+
+// SyncData syncs OS files with fdatasync (on Linux), other files with their
+// own Sync: on the memory file system the data survives a crash.
+func TestSyncData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	f, err := vfs.OS().Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("data"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := vfs.SyncData(f); err != nil {
+		t.Fatalf("SyncData: %v", err)
+	}
+	f.Close()
+	if err := vfs.SyncData(f); err == nil {
+		t.Fatal("SyncData of a closed file succeeded")
+	}
+
+	m := vfs.NewMem()
+	g, err := m.Create("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SyncDir("."); err != nil {
+		t.Fatal(err)
+	}
+	g.WriteAt([]byte("kept"), 0)
+	if err := vfs.SyncData(g); err != nil {
+		t.Fatal(err)
+	}
+	g.WriteAt([]byte("lost"), 4)
+	after := m.Crash(vfs.CrashOptions{})
+	h, err := after.Open("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(h)
+	if string(b) != "kept" {
+		t.Fatalf("after a crash: %q, want the synced %q", b, "kept")
+	}
+}

@@ -430,8 +430,10 @@ func (f *File) Append(b []byte) (int64, error) {
 	return off, nil
 }
 
-// Sync makes the file's contents durable.
-func (f *File) Sync() error { return f.f.Sync() }
+// Sync makes the file's contents durable. It is fdatasync where the OS has
+// one (vfs.SyncData): the data and size, not the timestamps, which would
+// cost a journal commit at every sync of the active file.
+func (f *File) Sync() error { return vfs.SyncData(f.f) }
 
 // Truncate cuts the file to size (used to drop a torn tail).
 func (f *File) Truncate(size int64) error {

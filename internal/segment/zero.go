@@ -127,7 +127,7 @@ func (z *zeroer) fill() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return true, z.h.Sync()
+	return true, vfs.SyncData(z.h)
 }
 
 // halt stops the zeroer and waits for it.

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package vfs
+
+// SyncData makes the data written to f so far durable; outside Linux it is
+// f.Sync.
+func SyncData(f File) error { return f.Sync() }
