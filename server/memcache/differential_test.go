@@ -24,13 +24,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caskade/caskade/internal/realserver"
 )
 
 var (
@@ -39,51 +39,9 @@ var (
 	diffTrace = flag.Bool("differential.trace", false, "log every command of TestDifferentialAgainstMemcached with both replies")
 )
 
-// startMemcached starts memcached on a unix socket in a temporary
-// directory and returns the socket's path.
+// startMemcached starts memcached and returns its socket.
 func startMemcached(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("memcached")
-	if err != nil {
-		t.Skip("memcached is not installed")
-	}
-	sock := filepath.Join(t.TempDir(), "mc.sock")
-	cmd := exec.Command(bin, "-s", sock, "-U", "0", "-t", "1", "-m", "64", "-u", "root")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-	waitUntil(t, "memcached to listen", func() bool {
-		select {
-		case <-exited:
-			t.Fatalf("memcached exited: %s", out.String())
-		default:
-		}
-		c, err := net.Dial("unix", sock)
-		if err != nil {
-			return false
-		}
-		c.Close()
-		return true
-	})
-	return sock
-}
-
-// waitUntil polls cond (a real condition, not a delay) for up to ten
-// seconds.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	return realserver.Start(t, "memcached", "-s", "{sock}", "-U", "0", "-t", "1", "-m", "64", "-u", "root")
 }
 
 // mcDiffConn is one side of the test: a connection and what it has shown.

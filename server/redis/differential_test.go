@@ -17,13 +17,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caskade/caskade/internal/realserver"
 )
 
 var (
@@ -32,40 +32,24 @@ var (
 	diffTrace = flag.Bool("differential.trace", false, "log every command of TestDifferentialAgainstRedis with both replies")
 )
 
-// startRedis starts redis-server on a unix socket in a temporary directory,
-// without persistence, and returns the socket's path.
+// startRedis starts redis-server without persistence and returns its
+// socket.
 func startRedis(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not installed")
-	}
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "redis.sock")
-	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--dir", dir,
+	return realserver.Start(t, "redis-server", "--port", "0", "--unixsocket", "{sock}", "--dir", "{dir}",
 		"--save", "", "--appendonly", "no", "--daemonize", "no")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+}
+
+// diffSetup starts the two servers of a differential test and returns
+// Redis's socket, caskade's server and the test's seed.
+func diffSetup(t *testing.T) (string, *testServer, uint64) {
+	sock := startRedis(t)
+	ts := startServer(t, nil)
+	seed := *diffSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-	waitFor(t, "redis-server to listen", func() bool {
-		select {
-		case <-exited:
-			t.Fatalf("redis-server exited: %s", out.String())
-		default:
-		}
-		c, err := net.Dial("unix", sock)
-		if err != nil {
-			return false
-		}
-		c.Close()
-		return true
-	})
-	return sock
+	t.Logf("seed %d (rerun with -differential.seed %d)", seed, seed)
+	return sock, ts, seed
 }
 
 // diffConn is one raw connection of the differential test.
@@ -404,13 +388,7 @@ func dumpKeys(ours, theirs *diffConn) string {
 // TestDifferentialAgainstRedis runs random commands on caskade and on a
 // real redis-server, over RESP2 and RESP3, and compares each reply.
 func TestDifferentialAgainstRedis(t *testing.T) {
-	sock := startRedis(t)
-	ts := startServer(t, nil)
-	seed := *diffSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -differential.seed %d)", seed, seed)
+	sock, ts, seed := diffSetup(t)
 	for _, proto := range []string{"2", "3"} {
 		t.Run("RESP"+proto, func(t *testing.T) {
 			ours := dialDiff(t, "tcp", ts.addr)
@@ -462,13 +440,7 @@ func TestDifferentialAgainstRedis(t *testing.T) {
 // TestDifferentialGlob compares KEYS (Redis's glob matcher) on random keys
 // and random patterns made of the characters the matcher treats specially.
 func TestDifferentialGlob(t *testing.T) {
-	sock := startRedis(t)
-	ts := startServer(t, nil)
-	seed := *diffSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -differential.seed %d)", seed, seed)
+	sock, ts, seed := diffSetup(t)
 	r := rand.New(rand.NewPCG(seed, 0x610b))
 	ours := dialDiff(t, "tcp", ts.addr)
 	theirs := dialDiff(t, "unix", sock)
@@ -544,13 +516,7 @@ func pushKeys(raw []byte) (keys []string, rest []byte) {
 // the tracking connection's pushes, up to the reply of a PING, must name
 // the same keys.
 func TestDifferentialTracking(t *testing.T) {
-	sock := startRedis(t)
-	ts := startServer(t, nil)
-	seed := *diffSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -differential.seed %d)", seed, seed)
+	sock, ts, seed := diffSetup(t)
 	r := rand.New(rand.NewPCG(seed, 0x7ac))
 	keys := []string{"t:a", "t:b", "u:c", "u:d"}
 	key := func() string { return keys[r.IntN(len(keys))] }
@@ -639,13 +605,7 @@ func TestDifferentialTracking(t *testing.T) {
 // just expired (their TTL has passed, so each server may or may not have
 // dropped them yet): both must treat them as absent, whatever the command.
 func TestDifferentialExpired(t *testing.T) {
-	sock := startRedis(t)
-	ts := startServer(t, nil)
-	seed := *diffSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -differential.seed %d)", seed, seed)
+	sock, ts, seed := diffSetup(t)
 	r := rand.New(rand.NewPCG(seed, 0xe4))
 	ours := dialDiff(t, "tcp", ts.addr)
 	theirs := dialDiff(t, "unix", sock)
@@ -724,13 +684,7 @@ func TestDifferentialExpired(t *testing.T) {
 // TestDifferentialScan compares full SCAN iterations (MATCH, COUNT, TYPE):
 // cursors and batches differ by design, the keys returned must not.
 func TestDifferentialScan(t *testing.T) {
-	sock := startRedis(t)
-	ts := startServer(t, nil)
-	seed := *diffSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -differential.seed %d)", seed, seed)
+	sock, ts, seed := diffSetup(t)
 	r := rand.New(rand.NewPCG(seed, 0x5ca))
 	sides := []*diffConn{dialDiff(t, "tcp", ts.addr), dialDiff(t, "unix", sock)}
 	scanAll := func(c *diffConn, opts []string) ([]string, []byte) {
