@@ -397,40 +397,65 @@ func TestDifferentialAgainstRedis(t *testing.T) {
 			var history []string  // the commands since the last FLUSHALL, for the failure message
 			var queued [][]string // the commands of an open MULTI
 			multi := false
-			for step := range *diffSteps {
-				args := g.next()
-				if step == 0 {
-					args = []string{"FLUSHALL"}
+			for step := 0; step < *diffSteps; {
+				// One command, or a pipeline of several sent at once (where
+				// caskade defers blind writes' commits to the end of a run).
+				var batch [][]string
+				switch {
+				case step == 0:
+					batch = [][]string{{"FLUSHALL"}}
+				case step == 1:
+					batch = [][]string{{"HELLO", proto}}
+				case g.r.IntN(4) == 0:
+					for range 2 + g.r.IntN(11) {
+						batch = append(batch, g.next())
+					}
+				default:
+					batch = [][]string{g.next()}
 				}
-				if step == 1 {
-					args = []string{"HELLO", proto}
+				var req strings.Builder
+				for _, args := range batch {
+					req.WriteString(cmd(args...))
 				}
-				history = append(history, strings.Join(args, " "))
-				if len(history) > 60 {
-					history = history[1:]
+				replies := [2][][]byte{}
+				for i, c := range []*diffConn{ours, theirs} {
+					c.nc.SetDeadline(time.Now().Add(10 * time.Second))
+					if _, err := io.WriteString(c.nc, req.String()); err != nil {
+						t.Fatal(err)
+					}
+					for range batch {
+						r, err := readRawReply(c.br, nil)
+						if err != nil {
+							t.Fatalf("step %d %q: %v (seed %d)", step, batch, err, seed)
+						}
+						replies[i] = append(replies[i], r)
+					}
 				}
-				a, errA := ours.roundTrip(args)
-				b, errB := theirs.roundTrip(args)
-				if err := errors.Join(errA, errB); err != nil {
-					t.Fatalf("step %d %q: %v (seed %d)", step, args, err, seed)
-				}
-				if *diffTrace {
-					t.Logf("%d %q: %q %q", step, args, a, b)
-				}
-				if args[0] == "HELLO" {
-					continue // the server's own description differs, by design
-				}
-				if na, nb := normalize(args, a, queued), normalize(args, b, queued); !bytes.Equal(na, nb) {
-					t.Fatalf("step %d (seed %d): %q\ncaskade: %q\nredis:   %q\nlast commands:\n  %s\nkeys now (caskade, redis):\n  %s",
-						step, seed, args, a, b, strings.Join(history, "\n  "), dumpKeys(ours, theirs))
-				}
-				switch name := strings.ToUpper(args[0]); {
-				case name == "MULTI" && string(b) == "+OK\r\n":
-					multi, queued = true, nil
-				case multi && (name == "EXEC" || name == "DISCARD"):
-					multi, queued = false, nil
-				case multi && string(b) == "+QUEUED\r\n":
-					queued = append(queued, args)
+				for j, args := range batch {
+					a, b := replies[0][j], replies[1][j]
+					history = append(history, strings.Join(args, " "))
+					if len(history) > 60 {
+						history = history[1:]
+					}
+					if *diffTrace {
+						t.Logf("%d %q: %q %q", step, args, a, b)
+					}
+					step++
+					if args[0] == "HELLO" {
+						continue // the server's own description differs, by design
+					}
+					if na, nb := normalize(args, a, queued), normalize(args, b, queued); !bytes.Equal(na, nb) {
+						t.Fatalf("step %d (seed %d, pipeline of %d): %q\ncaskade: %q\nredis:   %q\nlast commands:\n  %s\nkeys now (caskade, redis):\n  %s",
+							step-1, seed, len(batch), args, a, b, strings.Join(history, "\n  "), dumpKeys(ours, theirs))
+					}
+					switch name := strings.ToUpper(args[0]); {
+					case name == "MULTI" && string(b) == "+OK\r\n":
+						multi, queued = true, nil
+					case multi && (name == "EXEC" || name == "DISCARD"):
+						multi, queued = false, nil
+					case multi && string(b) == "+QUEUED\r\n":
+						queued = append(queued, args)
+					}
 				}
 			}
 		})
