@@ -88,6 +88,9 @@
 //   - The fetched, last-access, win-token and stale marks (mg h, l, W, Z, X;
 //     me fetch, la) are kept in memory for up to 65536 keys, are lost on
 //     restart, and are reset by any write to the key but a touch.
+//   - A get with a key over 250 bytes fails alone. memcached also drops
+//     the replies it had not yet sent for the commands before it in the
+//     same pipeline (conn_release_items), leaving the client out of step.
 //   - flush_all deletes the keys (memcached hides them); a delayed
 //     flush_all is pending in memory only and is cancelled by Shutdown.
 //   - The binary protocol, SASL, slab and LRU commands (slabs, lru,
