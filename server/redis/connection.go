@@ -229,7 +229,7 @@ func cmdClientSetinfo(c *client, args [][]byte) {
 		return
 	}
 	if !validClientAttr(args[3]) {
-		c.replyErr(string(cstr(attr)) + " cannot contain spaces, newlines or special characters.")
+		c.replyErr("ERR " + string(cstr(attr)) + " cannot contain spaces, newlines or special characters.")
 		return
 	}
 	c.imu.Lock()

@@ -230,7 +230,7 @@ func (g *diffGen) expiryOpt(past bool) []string {
 func (g *diffGen) next() []string {
 	k := g.key()
 	var a []string
-	switch g.r.IntN(46) {
+	switch g.r.IntN(47) {
 	case 0, 1, 2:
 		a = []string{"SET", k, g.value()}
 		for range g.r.IntN(3) {
@@ -349,6 +349,17 @@ func (g *diffGen) next() []string {
 		a = []string{"SET", k, g.value(), "EX", g.pick(diffSeconds), "PX", g.pick(diffMillis)}
 	case 43:
 		a = []string{"SUBSTR", k, g.pick(diffOffsets), g.pick(diffEnds)}
+	case 45:
+		// Connection commands whose replies do not describe the server.
+		cmds := [][]string{
+			{"CLIENT", "SETNAME", g.pick([]string{"me", "a b", "", "x\ny"})}, {"CLIENT", "GETNAME"},
+			// (Not CLIENT SETINFO or NO-TOUCH: Redis 7.2 added them.)
+			{"CLIENT", "NO-EVICT", g.pick([]string{"on", "off", "x"})},
+			{"AUTH", "x"}, {"AUTH", "default", "x"}, {"ECHO"}, {"PING", "a", "b"},
+			{"SELECT", "1", "2"}, {"DBSIZE", "x"}, {"CLIENT", "CACHING", "YES"}, {"CLIENT", "GETREDIR"},
+			{"CLIENT", "TRACKINGINFO"}, {"OBJECT", "FREQ"}, {"OBJECT"}, {"COMMAND", "COUNT", "x"},
+		}
+		a = cmds[g.r.IntN(len(cmds))]
 	case 44:
 		cmds := [][]string{
 			{"GET", k}, {"SET", k, "v", "EX", "10"}, {"MSET", k, "1", g.key(), "2"}, {"MSET", k},

@@ -102,6 +102,7 @@ func TestReplies(t *testing.T) {
 		{cmd("CLIENT"), "-ERR wrong number of arguments for 'client' command\r\n"},
 		{cmd("CLIENT", "SETNAME"), "-ERR wrong number of arguments for 'client|setname' command\r\n"},
 		{cmd("CLIENT", "SETNAME", "a b"), "-ERR Client names cannot contain spaces, newlines or special characters.\r\n"},
+		{cmd("CLIENT", "SETINFO", "lib-ver", "a b"), "-ERR lib-ver cannot contain spaces, newlines or special characters.\r\n"},
 		{cmd("CLIENT", "SETNAME", "me"), "+OK\r\n"},
 		{cmd("CLIENT", "GETNAME"), "$2\r\nme\r\n"},
 		{cmd("CLIENT", "MAINT_NOTIFICATIONS", "ON"), "-ERR unknown subcommand 'MAINT_NOTIFICATIONS'. Try CLIENT HELP.\r\n"},
