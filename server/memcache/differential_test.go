@@ -19,6 +19,7 @@ package memcache
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"io"
@@ -210,7 +211,7 @@ func (g *mcGen) next() func(c *mcDiffConn) string {
 	flags := g.pick([]string{"0", "1", "4294967295"})
 	exp := g.pick(mcExp)
 	fixed := func(s string) func(*mcDiffConn) string { return func(*mcDiffConn) string { return s } }
-	switch g.r.IntN(23) {
+	switch g.r.IntN(24) {
 	case 0, 1, 2:
 		cmd := g.pick([]string{"set", "add", "replace", "append", "prepend"})
 		if cmd == "append" || cmd == "prepend" {
@@ -290,6 +291,18 @@ func (g *mcGen) next() func(c *mcDiffConn) string {
 			fmt.Sprintf("touch %s %s\r\n", k, g.pick(mcExp)),
 			fmt.Sprintf("gat %s %s %s\r\n", g.pick(mcExp), k, g.pick(mcKeys)),
 			fmt.Sprintf("gats %s %s\r\n", g.pick(mcExp), k),
+		}))
+	case 22:
+		// Meta commands with keys only base64 (b) can name. (memcached
+		// answers k in base64 if the item was stored with b, caskade if
+		// the request has b: they differ only for an item one client
+		// names in text and another in base64.)
+		bk := base64.StdEncoding.EncodeToString([]byte(g.pick([]string{"x y", "\x01z", "n\r\n"})))
+		return fixed(g.pick([]string{
+			fmt.Sprintf("mg %s b%s\r\n", bk, g.flags([]string{"v", "k", "c", "f", "s", "O5"})),
+			fmt.Sprintf("ms %s %d b%s\r\n%s\r\n", bk, len(v), g.flags([]string{"k", "T1000", "F3", "c"}), v),
+			fmt.Sprintf("md %s b%s\r\n", bk, g.flags([]string{"k", "q", "O2"})),
+			fmt.Sprintf("mg %s b v\r\n", strings.TrimRight(bk, "=")+"!"),
 		}))
 	case 20: // a pipeline of gets, one reply for each
 		return fixed(fmt.Sprintf("get %s\r\nmg %s v\r\ngets %s\r\n", k, g.pick(mcKeys), k))

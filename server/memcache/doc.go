@@ -88,6 +88,10 @@
 //   - The fetched, last-access, win-token and stale marks (mg h, l, W, Z, X;
 //     me fetch, la) are kept in memory for up to 65536 keys, are lost on
 //     restart, and are reset by any write to the key but a touch.
+//   - The k flag gives a key in base64 (with b) if the request named it in
+//     base64; memcached does if the item was stored that way. They differ
+//     only for an item named in text by one client and in base64 by
+//     another.
 //   - A get with a key over 250 bytes fails alone. memcached also drops
 //     the replies it had not yet sent for the commands before it in the
 //     same pipeline (conn_release_items), leaving the client out of step.

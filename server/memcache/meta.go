@@ -131,15 +131,72 @@ func (ss *session) parseMeta(first int, m *metaReq) string {
 	return ""
 }
 
-// decodeBase64Key decodes a meta b-flag key: standard base64 with
-// padding, as memcached requires.
+// decodeBase64Key decodes a meta b-flag key (standard base64) as
+// memcached does: bytes outside the base64 alphabet are
+// skipped, the others (padding included) must make whole groups of four,
+// and decoding ends with the first group that has padding (one or two
+// '='; more is an error). Nothing decoded is an error too.
 func decodeBase64Key(k []byte) ([]byte, error) {
-	dst := make([]byte, base64.StdEncoding.DecodedLen(len(k)))
-	n, err := base64.StdEncoding.Decode(dst, k)
-	if err != nil || n == 0 {
-		return nil, errors.New("bad base64 key")
+	bad := errors.New("bad base64 key")
+	var group [4]byte
+	n, pad := 0, 0
+	valid := 0
+	for _, c := range k {
+		if base64Value(c) >= 0 {
+			valid++
+		}
 	}
-	return dst[:n], nil
+	if valid == 0 || valid%4 != 0 {
+		return nil, bad
+	}
+	dst := make([]byte, 0, valid/4*3)
+	for _, c := range k {
+		v := base64Value(c)
+		if v < 0 {
+			continue
+		}
+		if c == '=' {
+			pad++
+		}
+		group[n] = byte(v)
+		n++
+		if n < 4 {
+			continue
+		}
+		dst = append(dst, group[0]<<2|group[1]>>4, group[1]<<4|group[2]>>2, group[2]<<6|group[3])
+		n = 0
+		if pad > 0 {
+			if pad > 2 {
+				return nil, bad
+			}
+			dst = dst[:len(dst)-pad]
+			break
+		}
+	}
+	if len(dst) == 0 {
+		return nil, bad
+	}
+	return dst, nil
+}
+
+// base64Value is c's value in the standard base64 alphabet, 0 for the
+// padding '=', and -1 outside it.
+func base64Value(c byte) int {
+	switch {
+	case c >= 'A' && c <= 'Z':
+		return int(c - 'A')
+	case c >= 'a' && c <= 'z':
+		return int(c-'a') + 26
+	case c >= '0' && c <= '9':
+		return int(c-'0') + 52
+	case c == '+':
+		return 62
+	case c == '/':
+		return 63
+	case c == '=':
+		return 0
+	}
+	return -1
 }
 
 // appendMetaKey appends " k<key>", base64-encoded and followed by " b" for

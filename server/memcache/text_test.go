@@ -327,6 +327,12 @@ var textCases = []struct {
 		{"ms o3 1 T100\r\na\r\nmg o3 t T300\r\nmg o3 t\r\n", "HD\r\nHD t100\r\nHD t300\r\n"},
 		{"ma o4 t N50\r\nma o5 N50 t\r\n", "HD t-1\r\nHD t50\r\n"},
 	}},
+	// memcached's base64 decoder skips bytes outside the alphabet; the
+	// rest must be whole groups of four.
+	{"meta base64 keys", []step{
+		{"ms eCB5 1 b\r\nv\r\nmg eCB5! b v k\r\n", "HD\r\nVA 1 keCB5 b\r\nv\r\n"},
+		{"mg e!CB5 b s\r\nmg Yw! b v\r\nmg ==== b v\r\n", "HD s1\r\nCLIENT_ERROR error decoding key\r\nCLIENT_ERROR error decoding key\r\n"},
+	}},
 	{"meta stale marks", []step{
 		// An older cas with I stores a stale item that keeps the win
 		// token's mark: no second W.
