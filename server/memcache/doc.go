@@ -88,6 +88,12 @@
 //   - The fetched, last-access, win-token and stale marks (mg h, l, W, Z, X;
 //     me fetch, la) are kept in memory for up to 65536 keys, are lost on
 //     restart, and are reset by any write to the key but a touch.
+//   - Client flags above 2^32-1 are refused with CLIENT_ERROR; memcached
+//     keeps their low 32 bits.
+//   - A decr that makes a number shorter stores the shorter number;
+//     memcached may pad it with spaces to its old length (protocol.txt
+//     says not to rely on either), which would make it unreadable to a
+//     Redis INCR.
 //   - The k flag gives a key in base64 (with b) if the request named it in
 //     base64; memcached does if the item was stored that way. They differ
 //     only for an item named in text by one client and in base64 by
