@@ -429,16 +429,21 @@ func (c *client) startPusher() {
 				return
 			case <-c.pushWake:
 			}
+			// wmu first (the order flush takes them in): a command that
+			// starts while these pushes are being written then finds no
+			// pending pushes to put before its reply, but its reply waits
+			// for wmu, so it still follows them.
+			c.wmu.Lock()
 			c.pmu.Lock()
 			if c.busy || len(c.pending) == 0 {
-				// The client goroutine writes them after its replies.
+				// The client goroutine writes them with its replies.
 				c.pmu.Unlock()
+				c.wmu.Unlock()
 				continue
 			}
 			p := c.pending
 			c.pending = nil
 			c.pmu.Unlock()
-			c.wmu.Lock()
 			ok := c.write(p)
 			c.wmu.Unlock()
 			if !ok {
