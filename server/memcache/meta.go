@@ -131,11 +131,11 @@ func (ss *session) parseMeta(first int, m *metaReq) string {
 	return ""
 }
 
-// decodeBase64Key decodes a meta b-flag key (standard base64) as
-// memcached does: bytes outside the base64 alphabet are
-// skipped, the others (padding included) must make whole groups of four,
-// and decoding ends with the first group that has padding (one or two
-// '='; more is an error). Nothing decoded is an error too.
+// decodeBase64Key decodes a meta b-flag key (standard base64) as memcached
+// does: bytes outside the base64 alphabet are skipped, the others (padding
+// included) must make whole groups of four, and decoding ends with the
+// first group that has padding (one or two '='; more is an error).
+// Nothing decoded is an error too.
 func decodeBase64Key(k []byte) ([]byte, error) {
 	bad := errors.New("bad base64 key")
 	var group [4]byte
