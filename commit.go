@@ -689,7 +689,7 @@ func (db *DB) writeGroup(buf []byte, applies []apply, ends []commitEnd) error {
 			return db.stopWrites(fmt.Errorf("write %s: %w", f.Path, err))
 		}
 		if db.opts.Sync == SyncAlways {
-			if err := f.Sync(); err != nil {
+			if err := f.SyncWith(&db.syncer); err != nil {
 				return db.stopWrites(fmt.Errorf("sync %s: %w", f.Path, err))
 			}
 		} else {

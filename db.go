@@ -79,6 +79,7 @@ type DB struct {
 	hasObservers atomic.Bool
 
 	dirty        atomic.Bool   // unsynced appends (SyncEverySec, SyncNone)
+	syncer       vfs.Syncer    // the commit path's syncs (SyncAlways)
 	turns        sync.Mutex    // held by read-modify-writes that keep conflicting (Turn)
 	turnHeld     atomic.Bool   // a Turn holds turns: other commits wait for it (awaitTurn)
 	turnMu       sync.Mutex    // guards turnDone

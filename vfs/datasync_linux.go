@@ -11,7 +11,11 @@ import (
 // already allocated (see Allocate, or written ahead with zeros) then syncs
 // with no journal commit, where fsync would commit the new mtime at every
 // call. Files of other file systems get their own Sync.
-func SyncData(f File) error {
+func SyncData(f File) error { return syncData(f, false) }
+
+// syncData is SyncData; with hold, the calling goroutine keeps its
+// processor during the call (see Syncer).
+func syncData(f File, hold bool) error {
 	of, ok := f.(*os.File)
 	if !ok {
 		return f.Sync()
@@ -23,7 +27,14 @@ func SyncData(f File) error {
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
 		for {
-			serr = syscall.Fdatasync(int(fd))
+			if hold {
+				serr = nil
+				if _, _, e := syscall.RawSyscall(syscall.SYS_FDATASYNC, fd, 0, 0); e != 0 {
+					serr = e
+				}
+			} else {
+				serr = syscall.Fdatasync(int(fd))
+			}
 			if serr != syscall.EINTR {
 				return
 			}

@@ -435,6 +435,10 @@ func (f *File) Append(b []byte) (int64, error) {
 // cost a journal commit at every sync of the active file.
 func (f *File) Sync() error { return vfs.SyncData(f.f) }
 
+// SyncWith is Sync through s, for the syncs of a commit path (see
+// vfs.Syncer).
+func (f *File) SyncWith(s *vfs.Syncer) error { return s.Sync(f.f) }
+
 // Truncate cuts the file to size (used to drop a torn tail).
 func (f *File) Truncate(size int64) error {
 	if err := f.f.Truncate(size); err != nil {
