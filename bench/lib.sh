@@ -38,3 +38,7 @@ build_caskade() {
 
 # ratio A B: A/B with two decimals.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+
+# cputicks PID: the user+system CPU time of process PID so far, in clock
+# ticks (getconf CLK_TCK a second).
+cputicks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

@@ -27,41 +27,46 @@ fi
 start_work
 build_caskade "$work"
 
-bench() { # PORT PIPELINE -> "test<TAB>rps" lines
-  "${cli[@]}" redis-benchmark -p "$1" -t set,get,incr,mset -c 50 -n "$N" -r 1000000 -P "$2" -q --csv |
-    awk -F'","' 'NR > 1 { gsub(/"/, "", $1); gsub(/"/, "", $2); printf "%s\t%.0f\n", $1, $2 }'
+bench() { # PORT PIPELINE TEST PID -> "rps<TAB>server CPU µs per request"
+  local before after rps
+  before=$(cputicks "$4")
+  rps=$("${cli[@]}" redis-benchmark -p "$1" -t "$3" -c 50 -n "$N" -r 1000000 -P "$2" -q --csv |
+    awk -F'","' 'NR > 1 { gsub(/"/, "", $2); printf "%.0f\n", $2 }')
+  after=$(cputicks "$4")
+  printf "%s\t%s\n" "$rps" "$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v n="$N" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')"
 }
 
 echo "# redis-benchmark -t set,get,incr,mset -c 50 -n $N -r 1000000, caskade vs redis-server ($(redis-server --version | awk '{print $3}'))"
 echo "# $(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)${srv:+, servers pinned to core 1 and the client to core 0}"
+echo "# CPU: the server process's user+system time per request (median of the runs), steadier than"
+echo "# requests/s on a shared machine; the CPU ratio is Redis's over caskade's (above 1: caskade uses less)."
 echo
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
-echo "| durability | pipeline | test | caskade req/s | redis req/s | ratio of medians | ratio per run ($REPS runs) |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
+echo "| durability | pipeline | test | caskade req/s | redis req/s | ratio of medians | ratio per run ($REPS runs) | caskade CPU µs/req | redis CPU µs/req | CPU ratio |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for mode in everysec always; do
   cport=$(freeport)
   "${srv[@]}" "$work/caskade" serve --dir "$work/c-$mode" --sync "$mode" --redis-addr "127.0.0.1:$cport" \
-    --memcache-addr "" --http-addr "" 2>"$work/caskade-$mode.log" & pids+=($!)
+    --memcache-addr "" --http-addr "" 2>"$work/caskade-$mode.log" & pids+=($!); cpid=$!
   rport=$(freeport)
   mkdir -p "$work/r-$mode"
   "${srv[@]}" redis-server --port "$rport" --bind 127.0.0.1 --dir "$work/r-$mode" --save "" \
-    --appendonly yes --appendfsync "$mode" --daemonize no >"$work/redis-$mode.log" 2>&1 & pids+=($!)
+    --appendonly yes --appendfsync "$mode" --daemonize no >"$work/redis-$mode.log" 2>&1 & pids+=($!); rpid=$!
   waitport "$cport"; waitport "$rport"
   for p in 1 16; do
-    declare -A c r runs
-    for _ in $(seq "$REPS"); do
-      declare -A c1 r1
-      while IFS=$'\t' read -r t v; do c1[$t]=$v; c[$t]+=" $v"; done < <(bench "$cport" "$p")
-      while IFS=$'\t' read -r t v; do r1[$t]=$v; r[$t]+=" $v"; done < <(bench "$rport" "$p")
-      for t in "${!c1[@]}"; do runs[$t]+=" $(ratio "${c1[$t]}" "${r1[$t]:-0}")"; done
-      unset c1 r1
+    for t in set get incr mset; do
+      c="" r="" cc="" rc="" runs=""
+      for _ in $(seq "$REPS"); do
+        IFS=$'\t' read -r c1 cc1 < <(bench "$cport" "$p" "$t" "$cpid")
+        IFS=$'\t' read -r r1 rc1 < <(bench "$rport" "$p" "$t" "$rpid")
+        c+=" $c1" r+=" $r1" cc+=" $cc1" rc+=" $rc1" runs+=" $(ratio "$c1" "$r1")"
+      done
+      cm=$(echo "$c" | median) rm=$(echo "$r" | median)
+      ccm=$(echo "$cc" | median) rcm=$(echo "$rc" | median)
+      name=${t^^}; [ "$t" = mset ] && name="MSET (10 keys)"
+      echo "| $mode | $p | $name | $cm | $rm | $(ratio "$cm" "$rm")x | $runs | $ccm | $rcm | $(ratio "$rcm" "$ccm")x |"
     done
-    for t in SET GET INCR "MSET (10 keys)"; do
-      cm=$(echo "${c[$t]:-0}" | median) rm=$(echo "${r[$t]:-0}" | median)
-      echo "| $mode | $p | $t | $cm | $rm | $(ratio "$cm" "$rm")x | ${runs[$t]:- ?} |"
-    done
-    unset c r runs
   done
   kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; pids=()
 done
