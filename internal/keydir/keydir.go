@@ -123,7 +123,7 @@ type Tree struct {
 	bases    *fileBases
 	readOnly bool
 	tracked  map[string]struct{} // keys changed since Track, if tracking
-	shape    uint64              // counts the Sets and Deletes, which may move items (see Pos)
+	shape    uint64              // counts the changes that move items between leaves, and deletions (see Pos)
 }
 
 // New returns an empty Tree.
@@ -392,10 +392,12 @@ func (t *Tree) searchInner(n *node, key []byte) int {
 	return lo
 }
 
-// Pos is where Find found a key. While the tree keeps its shape (no Set,
-// Delete or Clone since), SetAt replaces the key's entry there without
-// searching the tree again: a read-modify-write (an increment, an atomic
-// operation) then walks the tree once instead of twice.
+// Pos is where Find found a key. While the tree keeps its shape (no item
+// moved to another leaf, no key deleted and no Clone since), SetAt
+// replaces the key's entry there without searching the tree again, if the
+// key is still at that index of its leaf: a read-modify-write (an
+// increment, an atomic operation) then walks the tree once instead of
+// twice, even after other keys were set or added.
 type Pos struct {
 	leaf  *node
 	i     int
@@ -549,7 +551,6 @@ func (t *Tree) Set(key []byte, e Entry) (old Entry, replaced bool) {
 	if t.tracked != nil {
 		t.tracked[string(key)] = struct{}{}
 	}
-	t.shape++
 	if t.root == nil {
 		t.root = t.newLeaf()
 	}
@@ -587,6 +588,7 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 		}
 		// Split. Appending at the end keeps the left node full, so keys
 		// inserted in ascending order leave full leaves behind.
+		t.shape++ // items move to another leaf
 		mid := maxItems / 2
 		if i == maxItems {
 			mid = maxItems
@@ -612,9 +614,10 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 	}
 	ci := t.searchInner(n, key)
 	if c := n.kids[ci]; c.leaf() && c.n == maxItems {
-		// A full leaf gives items to a sibling with room rather than
-		// split, so random inserts leave leaves fuller (as a B*-tree).
-		if t.shiftToSibling(n, ci) {
+		// A full leaf that gains a key gives items to a sibling with room
+		// rather than split, so random inserts leave leaves fuller (as a
+		// B*-tree). Replacing a key's entry moves nothing.
+		if _, found := t.searchLeaf(c, key); !found && t.shiftToSibling(n, ci) {
 			ci = t.searchInner(n, key)
 		}
 	}
@@ -666,6 +669,7 @@ func (t *Tree) shiftToSibling(n *node, ci int) bool {
 	case ci > 0 && n.kids[ci-1].n <= maxItems-room:
 		left, child := t.mut(n.kids[ci-1]), t.mut(n.kids[ci])
 		n.kids[ci-1], n.kids[ci] = left, child
+		t.shape++ // items move to another leaf
 		k := (maxItems - left.n + 1) / 2
 		copy(left.items[left.n:], child.items[:k])
 		left.n += k
@@ -677,6 +681,7 @@ func (t *Tree) shiftToSibling(n *node, ci int) bool {
 	case ci+1 < n.n && n.kids[ci+1].n <= maxItems-room:
 		right, child := t.mut(n.kids[ci+1]), t.mut(n.kids[ci])
 		n.kids[ci+1], n.kids[ci] = right, child
+		t.shape++
 		k := (maxItems - right.n + 1) / 2
 		copy(right.items[k:], right.items[:right.n])
 		copy(right.items[:], child.items[child.n-k:child.n])
@@ -698,6 +703,8 @@ func (t *Tree) Delete(key []byte) (Entry, bool) {
 	if t.tracked != nil {
 		t.tracked[string(key)] = struct{}{}
 	}
+	// A leaf may merge into a sibling and leave the tree with its items
+	// still in it: SetAt must not write there.
 	t.shape++
 	t.root = t.mut(t.root)
 	old := t.remove(t.root, key)

@@ -84,15 +84,14 @@ func TestModel(t *testing.T) {
 		m map[string]Entry
 	}
 	var clones []clone
-	// Positions from Find, with the count of shape changes (Set, Delete,
-	// Clone) at the time: SetAt must use one exactly while none happened.
+	// Positions from Find: SetAt must use one exactly while the tree kept
+	// its shape, no Clone happened and the key is still at that index.
 	type held struct {
 		pos    Pos
 		key    []byte
-		shapes int
+		clones int
 	}
 	var found []held
-	shapes := 0
 	keyspace := 3000
 	key := func() []byte {
 		k := fmt.Appendf(nil, "%05d", r.IntN(keyspace))
@@ -120,7 +119,6 @@ func TestModel(t *testing.T) {
 				t.Fatalf("step %d: Set %q replaced %v %+v, want %v %+v", step, k, replaced, old, had, want)
 			}
 			m[string(k)] = e
-			shapes++
 		case n < 85:
 			k := key()
 			old, ok := tr.Delete(k)
@@ -129,9 +127,6 @@ func TestModel(t *testing.T) {
 				t.Fatalf("step %d: Delete %q = %v %+v, want %v %+v", step, k, ok, old, had, want)
 			}
 			delete(m, string(k))
-			if ok {
-				shapes++ // deleting an absent key changes nothing
-			}
 		case n < 90:
 			if len(found) == 0 {
 				break
@@ -141,10 +136,15 @@ func TestModel(t *testing.T) {
 			if r.IntN(10) == 0 {
 				k = key() // most likely another key's, which SetAt must refuse
 			}
+			_, now, present := tr.Find(k)
 			e := entryFor(r, step)
 			old, ok := tr.SetAt(h.pos, k, e)
 			// A leaf shared with a clone needs its path copied: Set.
-			want := h.shapes == shapes && bytes.Equal(k, h.key) && h.pos.leaf.gen == tr.gen
+			want := h.pos.shape == tr.shape && h.clones == len(clones) && h.pos.leaf.gen == tr.gen &&
+				bytes.Equal(k, h.key) && present && now.leaf == h.pos.leaf && now.i == h.pos.i
+			if h.pos.shape == tr.shape && h.clones == len(clones) && bytes.Equal(k, h.key) && !present {
+				t.Fatalf("step %d: %q is gone but the tree kept its shape", step, k)
+			}
 			if ok != want || (ok && old != m[string(k)]) {
 				t.Fatalf("step %d: SetAt %q = %v %+v, want %v %+v", step, k, ok, old, want, m[string(k)])
 			}
@@ -153,7 +153,6 @@ func TestModel(t *testing.T) {
 			}
 		case n < 92:
 			clones = append(clones, clone{tr.Clone(), maps.Clone(m)})
-			shapes++
 		case n < 96:
 			k := key()
 			e, ok := tr.Get(k)
@@ -164,7 +163,7 @@ func TestModel(t *testing.T) {
 			if fe, pos, fok := tr.Find(k); fok != had || fe != want {
 				t.Fatalf("step %d: Find %q = %v %+v", step, k, fok, fe)
 			} else if fok {
-				found = append(found[max(0, len(found)-8):], held{pos, k, shapes})
+				found = append(found[max(0, len(found)-8):], held{pos, k, len(clones)})
 			}
 			// Probe finds every key; for an absent key it may name a
 			// candidate, but only one to verify.
