@@ -103,6 +103,9 @@ func (r *Reader) readHeaderLine(tooBig error) (first byte, n int64, ok bool, siz
 
 // readMultibulk reads a request that starts with '*'.
 func (r *Reader) readMultibulk(args [][]byte) ([][]byte, error) {
+	if a, ok := r.bufferedMultibulk(args); ok {
+		return a, nil
+	}
 	_, count, ok, query, err := r.readHeaderLine(errTooBigMbulkCount)
 	if err != nil {
 		return args, err
@@ -299,4 +302,65 @@ func (r *Reader) splitArgs(line []byte, args [][]byte) ([][]byte, bool) {
 			args = append(args, out[start:len(out):len(out)])
 		}
 	}
+}
+
+// bufferedMultibulk reads a well-formed multibulk request that is wholly
+// in the buffer, as clients send nearly every command, in one pass over
+// the buffered bytes. It consumes nothing and reports false for anything
+// else (a partial request, a malformed or unusual one, a limit reached),
+// which readMultibulk then reads, and fails, exactly as Redis would.
+func (r *Reader) bufferedMultibulk(args [][]byte) ([][]byte, bool) {
+	buf, _ := r.br.Peek(r.br.Buffered())
+	count, i, ok := bufferedHeader(buf, 0, '*', r.lim.MaxInlineLen)
+	if !ok || count == 0 || count > int64(r.lim.MaxArgs) || (r.lim.AuthRequired && count > UnauthMaxArgs) {
+		return args, false
+	}
+	maxQuery := r.queryLimit()
+	query := int64(i)
+	start, data := len(args), r.data
+	for range count {
+		n, j, ok := bufferedHeader(buf, i, '$', r.lim.MaxInlineLen)
+		if !ok || n > r.lim.MaxBulkLen || (r.lim.AuthRequired && n > UnauthMaxBulkLen) {
+			break
+		}
+		end := int64(j) + n + 2 // Redis skips the two bytes after the data unchecked
+		query += end - int64(i)
+		if query > maxQuery || end > int64(len(buf)) {
+			break
+		}
+		arg := r.arenaBytes(int(n))
+		copy(arg, buf[j:])
+		args = append(args, arg)
+		i = int(end)
+	}
+	if len(args)-start != int(count) {
+		r.data = data // nothing returned uses the bytes taken since
+		return args[:start], false
+	}
+	r.br.Discard(i)
+	return args, true
+}
+
+// bufferedHeader parses the header line at buf[i:]: the kind byte, a
+// decimal number without sign or leading zero, and CRLF, within the limit
+// of a header line. It returns the number and the index after the line.
+func bufferedHeader(buf []byte, i int, kind byte, limit int) (n int64, next int, ok bool) {
+	if i >= len(buf) || buf[i] != kind {
+		return 0, 0, false
+	}
+	j := i + 1
+	for ; j < len(buf) && j-i <= 11; j++ {
+		c := buf[j]
+		if c < '0' || c > '9' {
+			break
+		}
+		if c == '0' && j == i+1 && j+1 < len(buf) && buf[j+1] != '\r' {
+			return 0, 0, false // a leading zero: leave it to ParseInt
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if j == i+1 || j-i > 11 || j+1 >= len(buf) || buf[j] != '\r' || buf[j+1] != '\n' || j-i > limit {
+		return 0, 0, false
+	}
+	return n, j + 2, true
 }

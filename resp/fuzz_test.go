@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"testing/iotest"
 )
@@ -50,6 +51,13 @@ func FuzzReadCommand(f *testing.F) {
 		"set \"\"\"test-key\"\"\" test-value\r\n",
 		"\x00payload",
 		"*1\rX$1\rYaZZ",
+		// Edges of the buffered fast path (bufferedMultibulk).
+		"*2\r\n$0\r\n\r\n$3\r\nGET\r\n",
+		"*1\r\n$03\r\nabc\r\n*01\r\n$1\r\na\r\n",
+		"*99999999999\r\n*999999999999\r\n",
+		"*2\r\n$3\r\nGET\r\n$3\r\nab",
+		"*2\r\n$3\r\nGET\r\n$65\r\n" + strings.Repeat("k", 65) + "\r\n",
+		"*1\r\n$3\nGET\r\n*1\r\n$3\rGETxx",
 	} {
 		f.Add([]byte(s))
 	}
