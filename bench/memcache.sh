@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Gets and sets with 50 connections against caskade's memcached front end and
 # a real memcached on this machine, back to back in one run, with the same Go
-# load generator (server/memcache's BenchmarkLoad*), printing ops/s and the
-# caskade/memcached ratio. caskade runs with its default --sync everysec, then
-# with --sync always, where every set waits for an fsync that memcached,
-# which writes nothing to disk, never pays.
+# load generator (server/memcache's BenchmarkLoad*), printing ops/s, each
+# server's CPU time per operation and the caskade/memcached ratios. caskade
+# runs with its default --sync everysec, then with --sync always, where every
+# set waits for an fsync that memcached, which writes nothing to disk, never
+# pays.
 #
-#   bench/memcache.sh        (as root: installs memcached if missing)
+#   bench/memcache.sh              (as root: installs memcached if missing)
+#   OPS=400000 bench/memcache.sh   (operations per run; default 400000)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -15,18 +17,26 @@ start_work
 build_caskade "$work"
 (cd "$here/.." && go test -c -o "$work/loadgen.test" ./server/memcache)
 
-load() { # ADDR BENCH -> ops/s
-  MEMCACHE_ADDR="$1" "$work/loadgen.test" -test.run '^$' -test.bench "^$2\$" -test.benchtime 5s -loadgen.conns 50 |
-    awk '/ns\/op/ { for (i = 1; i <= NF; i++) if ($(i+1) == "ns/op") printf "%.0f\n", 1e9 / $i }'
+OPS=${OPS:-400000}
+load() { # ADDR BENCH PID -> "ops/s<TAB>server CPU µs per operation"
+  local before after rate
+  before=$(cputicks "$3")
+  rate=$(MEMCACHE_ADDR="$1" "$work/loadgen.test" -test.run '^$' -test.bench "^$2\$" -test.benchtime "${OPS}x" -loadgen.conns 50 |
+    awk '/ns\/op/ { for (i = 1; i <= NF; i++) if ($(i+1) == "ns/op") printf "%.0f\n", 1e9 / $i }')
+  after=$(cputicks "$3")
+  printf "%s\t%s\n" "$rate" "$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v n="$OPS" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')"
 }
 
-echo "# 50 connections, 10000 keys, 100-byte values, 5 s per run; memcached $(memcached -V | awk '{print $2}') with -t $(nproc)"
+echo "# 50 connections, 10000 keys, 100-byte values, $OPS operations per run; memcached $(memcached -V | awk '{print $2}') with -t $(nproc)"
 echo "# $(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# CPU: the server process's user+system time per operation, counting the load generator's"
+echo "# two preloads of 10000 noreply sets (its 1-operation run, then the measured one) against the"
+echo "# same servers; the CPU ratio is memcached's over caskade's (above 1: caskade uses less)."
 echo
-echo "| caskade --sync | op | caskade ops/s | memcached ops/s | ratio |"
-echo "| --- | --- | --- | --- | --- |"
+echo "| caskade --sync | op | caskade ops/s | memcached ops/s | ratio | caskade CPU µs/op | memcached CPU µs/op | CPU ratio |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 mport=$(freeport)
-memcached -u root -l 127.0.0.1 -p "$mport" -U 0 -t "$(nproc)" -c 4096 -m 1024 & pids+=($!)
+memcached -u root -l 127.0.0.1 -p "$mport" -U 0 -t "$(nproc)" -c 4096 -m 1024 & pids+=($!); mpid=$!
 waitport "$mport"
 for mode in everysec always; do  # the default policy, then the strictest
   cport=$(freeport)
@@ -34,9 +44,9 @@ for mode in everysec always; do  # the default policy, then the strictest
     --memcache-addr "127.0.0.1:$cport" 2>"$work/caskade-$mode.log" & cpid=$!
   waitport "$cport"
   for op in Set Get; do
-    c=$(load "127.0.0.1:$cport" "BenchmarkLoad$op")
-    m=$(load "127.0.0.1:$mport" "BenchmarkLoad$op")
-    echo "| $mode | $op | $c | $m | $(ratio "$c" "$m")x |"
+    IFS=$'\t' read -r c cc < <(load "127.0.0.1:$cport" "BenchmarkLoad$op" "$cpid")
+    IFS=$'\t' read -r m mc < <(load "127.0.0.1:$mport" "BenchmarkLoad$op" "$mpid")
+    echo "| $mode | $op | $c | $m | $(ratio "$c" "$m")x | $cc | $mc | $(ratio "$mc" "$cc")x |"
   done
   kill "$cpid"; wait "$cpid" 2>/dev/null || true
 done
