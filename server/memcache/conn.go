@@ -57,9 +57,10 @@ func (c *conn) beforeRead() error {
 	return nil
 }
 
-// flush writes the pending replies.
+// flush commits the deferred sets and writes the pending replies.
 func (c *conn) flush() error {
 	ss := &c.sess
+	ss.commitPending()
 	if len(ss.out) == 0 {
 		return nil
 	}

@@ -52,6 +52,13 @@
 // (caskade.KeyInfo.Version), so a memcached cas conflicts with a Redis SET
 // or an HTTP PUT of the same key.
 //
+// Plain sets that a TCP client pipelines (more commands already received
+// behind them) are committed together, each on its own, as one group
+// commit, and answered then: under --sync always a pipeline of sets costs
+// one fsync, not one per set. Any other command, and every flush of the
+// replies, commits them first, so a connection always reads its own
+// writes and its replies stay in order.
+//
 // # UDP
 //
 // Each datagram starts with memcached's 8-byte frame header (request id,

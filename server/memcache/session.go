@@ -73,6 +73,7 @@ type session struct {
 	count      counters
 	flush      func() error // nil for UDP
 	now        time.Time    // when the current command started
+	pend       pendingSets  // TCP only
 }
 
 func (ss *session) init(s *Server, r *reader, udp bool) {
@@ -225,6 +226,9 @@ func (ss *session) lastIsNoreply() bool {
 // execute runs one command line (with its terminator).
 func (ss *session) execute(line []byte) error {
 	ss.noreply, ss.failed = false, false
+	if ss.pend.n > 0 && !isSetLine(line) {
+		ss.commitPending()
+	}
 	ss.now = time.Now() // one clock read for the command and its metrics
 	cmd, err := ss.dispatch(line)
 	ss.s.observe(cmd, ss.now, ss.failed)

@@ -211,12 +211,12 @@ func (ss *session) storage(cmd commandID) error {
 	s := ss.s
 	t := ss.toks
 	if len(t) < 5 {
-		ss.replyError(errBadFormat)
+		ss.storageError(errBadFormat)
 		return nil
 	}
 	n, ok := parseInt(t[4], 32)
 	if !ok || n < 0 {
-		ss.replyError(errBadFormat)
+		ss.storageError(errBadFormat)
 		return nil
 	}
 	ss.noreply = ss.lastIsNoreply()
@@ -233,12 +233,12 @@ func (ss *session) storage(cmd commandID) error {
 		}
 	}
 	if !validKey(key) || !okf || !oke || !okc {
-		ss.replyError(errBadFormat)
+		ss.storageError(errBadFormat)
 		return ss.r.discard(size + 2)
 	}
 	if size > s.maxItemSize {
 		ss.count.add(statStoreTooLarge, 1)
-		ss.replyError(errTooLarge)
+		ss.storageError(errTooLarge)
 		return ss.r.discard(size + 2)
 	}
 	ss.keybuf = append(ss.keybuf[:0], key...)
@@ -248,7 +248,7 @@ func (ss *session) storage(cmd commandID) error {
 		return err
 	}
 	if data[size] != '\r' || data[size+1] != '\n' {
-		ss.replyError(errBadChunk)
+		ss.storageError(errBadChunk)
 		return nil
 	}
 	data = data[:size]
@@ -269,9 +269,14 @@ func (ss *session) storage(cmd commandID) error {
 	case cmdCas:
 		req.mode, req.hasCas, req.cas = modeSet, true, cas
 	}
+	if cmd == cmdSet && ss.flush != nil && (ss.pend.n > 0 || ss.r.buffered() > 0) {
+		// More commands are buffered (a pipeline): commit with them.
+		ss.deferSet(&req)
+		return nil
+	}
 	out, err := s.store(&req)
 	if err != nil {
-		ss.replyError(serverError(err))
+		ss.storageError(serverError(err))
 		s.log.Warn("memcache: store failed", "err", err)
 		return nil
 	}
@@ -287,6 +292,13 @@ func (ss *session) storage(cmd commandID) error {
 		ss.reply("NOT_FOUND")
 	}
 	return nil
+}
+
+// storageError commits the deferred sets, whose replies come first, and
+// replies with an error.
+func (ss *session) storageError(line string) {
+	ss.commitPending()
+	ss.replyError(line)
 }
 
 func (ss *session) storeStats(cas bool, res storeResult) {

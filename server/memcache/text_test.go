@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caskade/caskade"
 )
 
 // step is one request and the exact reply it must get.
@@ -751,4 +753,43 @@ func TestMetaE(t *testing.T) {
 	// forgets it, and a cas with it then fails, never overwrites.
 	c.do("ms e 1 E777\r\nx\r\nflush_all\r\nms e 1\r\ny\r\n", "HD\r\nOK\r\nHD\r\n")
 	c.do("ms e 1 C777\r\nz\r\nmg e v\r\n", "EX\r\nVA 1\r\ny\r\n")
+}
+
+// A pipeline of sets is committed as one group (one fsync under
+// SyncAlways), with every reply in order around the other commands, and
+// the connection reads its own writes.
+func TestPipelinedSetsShareACommit(t *testing.T) {
+	db, err := caskade.Open(t.TempDir(), &caskade.Options{Sync: caskade.SyncAlways, MergeInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startServerDB(t, db, false)
+	c := ts.dial(t)
+	c.do("set warm 0 0 1\r\nw\r\n", "STORED\r\n")
+	before := db.Stats()
+	var req strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&req, "set k%03d 0 0 5 noreply\r\nv%04d\r\n", i, i)
+	}
+	req.WriteString("set last 0 0 1\r\nx\r\nset bad 0 0 zz\r\nset after 0 0 1\r\ny\r\nget k000 k099 last after\r\n")
+	c.do(req.String(), lines(
+		"STORED",
+		"CLIENT_ERROR bad command line format",
+		"STORED",
+		"VALUE k000 0 5", "v0000",
+		"VALUE k099 0 5", "v0099",
+		"VALUE last 0 1", "x",
+		"VALUE after 0 1", "y",
+		"END"))
+	after := db.Stats()
+	commits, groups := after.Commits-before.Commits, after.Groups-before.Groups
+	if commits != 102 {
+		t.Fatalf("%d commits for 102 sets", commits)
+	}
+	// The request may arrive in a few reads; without deferral it takes
+	// one group per set.
+	if groups > 10 {
+		t.Fatalf("102 pipelined sets took %d group commits", groups)
+	}
+	t.Logf("102 pipelined sets: %d group commits", groups)
 }
