@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Gets and sets with 50 connections against caskade's memcached front end and
 # a real memcached on this machine, back to back in one run, with the same Go
-# load generator (server/memcache's BenchmarkLoad*), printing ops/s, each
+# load generator (server/memcache's BenchmarkLoad*: sets, gets, and noreply
+# sets in pipelines of 100 ended by mn), printing ops/s, each
 # server's CPU time per operation and the caskade/memcached ratios. caskade
 # runs with its default --sync everysec, then with --sync always, where every
 # set waits for an fsync that memcached, which writes nothing to disk, never
@@ -43,7 +44,7 @@ for mode in everysec always; do  # the default policy, then the strictest
   "$work/caskade" serve --dir "$work/c-$mode" --sync "$mode" --redis-addr "" --http-addr "" \
     --memcache-addr "127.0.0.1:$cport" 2>"$work/caskade-$mode.log" & cpid=$!
   waitport "$cport"
-  for op in Set Get; do
+  for op in Set Get SetPipelined; do
     IFS=$'\t' read -r c cc < <(load "127.0.0.1:$cport" "BenchmarkLoad$op" "$cpid")
     IFS=$'\t' read -r m mc < <(load "127.0.0.1:$mport" "BenchmarkLoad$op" "$mpid")
     echo "| $mode | $op | $c | $m | $(ratio "$c" "$m")x | $cc | $mc | $(ratio "$mc" "$cc")x |"

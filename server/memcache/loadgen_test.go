@@ -1,7 +1,7 @@
 package memcache
 
-// A small load generator as go test benchmarks: gets and sets over many
-// parallel TCP connections against the in-process server, or, with
+// A small load generator as go test benchmarks: gets, sets and pipelined
+// noreply sets over many parallel TCP connections against the in-process server, or, with
 // MEMCACHE_ADDR set, against any memcached-protocol server (for example a
 // real memcached on the same machine, to compare):
 //
@@ -84,7 +84,19 @@ func preload(b *testing.B, addr string, value []byte) {
 	}
 }
 
-func runLoad(b *testing.B, get bool) {
+// loadPipeline is how many noreply sets BenchmarkLoadSetPipelined sends
+// before the mn that ends each pipeline.
+const loadPipeline = 100
+
+type loadMode int
+
+const (
+	loadGet loadMode = iota
+	loadSet
+	loadSetPipelined
+)
+
+func runLoad(b *testing.B, mode loadMode) {
 	addr := loadTarget(b)
 	value := []byte(strings.Repeat("v", *loadValue))
 	preload(b, addr, value)
@@ -108,8 +120,30 @@ func runLoad(b *testing.B, get bool) {
 		r := rand.New(rand.NewPCG(seed.Add(1), 7))
 		want := fmt.Sprintf(" 0 %d\r\n", len(value))
 		buf := make([]byte, len(value)+len("\r\nEND\r\n"))
+		inPipeline := 0
+		endPipeline := func() bool {
+			lc.w.WriteString("mn\r\n")
+			if err := lc.w.Flush(); err != nil {
+				b.Error(err)
+				return false
+			}
+			if l, err := lc.r.ReadString('\n'); err != nil || l != "MN\r\n" {
+				b.Errorf("pipeline: %q %v", l, err)
+				return false
+			}
+			inPipeline = 0
+			return true
+		}
 		for pb.Next() {
 			k := loadKey(r.IntN(*loadKeys))
+			if mode == loadSetPipelined {
+				fmt.Fprintf(lc.w, "set %s 0 0 %d noreply\r\n%s\r\n", k, len(value), value)
+				if inPipeline++; inPipeline == loadPipeline && !endPipeline() {
+					return
+				}
+				continue
+			}
+			get := mode == loadGet
 			if get {
 				fmt.Fprintf(lc.w, "get %s\r\n", k)
 			} else {
@@ -140,11 +174,18 @@ func runLoad(b *testing.B, get bool) {
 				return
 			}
 		}
+		if inPipeline > 0 {
+			endPipeline()
+		}
 	})
 }
 
 // BenchmarkLoadGet measures get round trips over -loadgen.conns connections.
-func BenchmarkLoadGet(b *testing.B) { runLoad(b, true) }
+func BenchmarkLoadGet(b *testing.B) { runLoad(b, loadGet) }
 
 // BenchmarkLoadSet measures set round trips over -loadgen.conns connections.
-func BenchmarkLoadSet(b *testing.B) { runLoad(b, false) }
+func BenchmarkLoadSet(b *testing.B) { runLoad(b, loadSet) }
+
+// BenchmarkLoadSetPipelined measures noreply sets sent in pipelines of
+// loadPipeline, each ended by mn, over -loadgen.conns connections.
+func BenchmarkLoadSetPipelined(b *testing.B) { runLoad(b, loadSetPipelined) }
