@@ -52,12 +52,13 @@
 // (caskade.KeyInfo.Version), so a memcached cas conflicts with a Redis SET
 // or an HTTP PUT of the same key.
 //
-// Plain sets that a TCP client pipelines (more commands already received
-// behind them) are committed together, each on its own, as one group
-// commit, and answered then: under --sync always a pipeline of sets costs
-// one fsync, not one per set. Any other command, and every flush of the
-// replies, commits them first, so a connection always reads its own
-// writes and its replies stay in order.
+// Plain sets that a TCP client pipelines (text set without cas, and quiet
+// meta sets in set mode without C, I, E or c, received while more commands
+// were already waiting behind them) are committed together, each on its
+// own, as one group commit, and answered then, each reply where the set
+// was: under --sync always a pipeline of sets costs one fsync, not one per
+// set. Any other command, and every flush of the replies, commits them
+// first, so a connection always reads its own writes.
 //
 // # UDP
 //

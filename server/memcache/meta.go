@@ -463,6 +463,13 @@ func (ss *session) metaSet() error {
 	if m.has('N') && (mode == modeAppend || mode == modePrepend) {
 		req.vivify, req.vivifyExp = true, expiryTime(m.n, now)
 	}
+	if mode == modeSet && !req.hasCas && !req.invalidate && !req.version && m.has('q') && ss.canDefer() {
+		// A quiet set in a pipeline: commit with the sets around it. It
+		// replies only on failure, and a failure is a SERVER_ERROR.
+		ss.deferSet(&req, true, false)
+		return nil
+	}
+	ss.commitPending()
 	out, err := s.store(&req)
 	if err != nil {
 		ss.replyErrorAlways(serverError(err))

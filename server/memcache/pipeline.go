@@ -12,34 +12,51 @@ const (
 	maxDeferredBytes = 1 << 20
 )
 
-// pendingSets are plain sets (text "set", no cas) a TCP connection has
-// received while more commands were already buffered behind them. They are
-// committed together, each atomically and on its own, as one group commit
-// (caskade.DB.WriteBatches), and their replies are written then, in order:
-// under --sync always, a pipeline of sets then costs one fsync instead of
-// one each. A run ends before any other command (so the connection reads
-// its own writes and replies stay in order), whenever replies are flushed,
-// and at maxDeferredSets or maxDeferredBytes.
+// pendingSets are plain sets (text set without cas, quiet meta sets in set
+// mode without a cas) that a TCP connection received while more commands
+// were already buffered behind them. They are committed together, each
+// atomically and on its own, as one group commit (caskade.DB.WriteBatches):
+// under --sync always, a pipeline of sets costs one fsync instead of one
+// each. A run ends before any other command (so the connection reads its
+// own writes), whenever replies are flushed, and at maxDeferredSets or
+// maxDeferredBytes; each set's reply then goes where the set was in the
+// output, before the replies of the commands that followed it.
 type pendingSets struct {
 	batches []*caskade.Batch
-	noreply []bool
+	sets    []pendingSet
 	n       int
 	bytes   int
+	scratch []byte
 }
 
-// isSetLine reports whether a command line is a text protocol set, which
-// may join a run of deferred sets rather than end it.
-func isSetLine(line []byte) bool { return bytes.HasPrefix(line, []byte("set ")) }
+// pendingSet is how one deferred set replies.
+type pendingSet struct {
+	at       int  // position in the output of its reply
+	quietOK  bool // no reply when stored (text noreply, meta q)
+	quietErr bool // no reply on failure (text noreply)
+}
+
+// isSetLine reports whether a command line is a set that may join a run
+// of deferred sets rather than end it.
+func isSetLine(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("set ")) || bytes.HasPrefix(line, []byte("ms "))
+}
+
+// canDefer reports whether a plain set should join the run: over TCP,
+// with a run already going or more input buffered behind it.
+func (ss *session) canDefer() bool {
+	return ss.flush != nil && (ss.pend.n > 0 || ss.r.buffered() > 0)
+}
 
 // deferSet adds the plain set req to the run.
-func (ss *session) deferSet(req *storeReq) {
+func (ss *session) deferSet(req *storeReq, quietOK, quietErr bool) {
 	p := &ss.pend
 	if p.n == len(p.batches) {
 		p.batches = append(p.batches, new(caskade.Batch))
-		p.noreply = append(p.noreply, false)
+		p.sets = append(p.sets, pendingSet{})
 	}
 	p.batches[p.n].SetEntry(req.key, req.data, caskade.SetOptions{ExpiresAt: req.exp, Flags: req.flags})
-	p.noreply[p.n] = ss.noreply
+	p.sets[p.n] = pendingSet{at: len(ss.out), quietOK: quietOK, quietErr: quietErr}
 	p.n++
 	p.bytes += len(req.key) + len(req.data)
 	if p.n >= maxDeferredSets || p.bytes >= maxDeferredBytes {
@@ -47,8 +64,8 @@ func (ss *session) deferSet(req *storeReq) {
 	}
 }
 
-// commitPending commits the run of deferred sets, if any, and appends
-// their replies.
+// commitPending commits the run of deferred sets, if any, and puts their
+// replies in place.
 func (ss *session) commitPending() {
 	p := &ss.pend
 	if p.n == 0 {
@@ -60,25 +77,39 @@ func (ss *session) commitPending() {
 	} else {
 		errs = ss.s.DB.WriteBatches(p.batches[:p.n])
 	}
+	// The output after the first set's place (replies of commands that
+	// came between the sets) is moved aside and put back around the sets'
+	// replies.
+	first := p.sets[0].at
+	p.scratch = append(p.scratch[:0], ss.out[first:]...)
+	ss.out = ss.out[:first]
+	prev := first
 	for i, err := range errs {
+		st := p.sets[i]
+		ss.out = append(ss.out, p.scratch[prev-first:st.at-first]...)
+		prev = st.at
 		if err != nil {
 			ss.s.log.Warn("memcache: store failed", "err", err)
-			if !p.noreply[i] {
+			if !st.quietErr {
 				ss.out = append(append(ss.out, serverError(err)...), "\r\n"...)
 			}
 			continue
 		}
 		ss.count.add(statTotalItems, 1)
-		if !p.noreply[i] {
+		if !st.quietOK {
 			ss.out = append(ss.out, "STORED\r\n"...)
 		}
 	}
+	ss.out = append(ss.out, p.scratch[prev-first:]...)
 	for i := range p.n {
 		if p.batches[i].Len() > 1 || p.bytes > maxDeferredBytes/4 {
 			p.batches[i] = new(caskade.Batch) // do not keep large buffers
 		} else {
 			p.batches[i].Reset()
 		}
+	}
+	if cap(p.scratch) > maxRetainedOutput {
+		p.scratch = nil
 	}
 	p.n, p.bytes = 0, 0
 }

@@ -211,12 +211,12 @@ func (ss *session) storage(cmd commandID) error {
 	s := ss.s
 	t := ss.toks
 	if len(t) < 5 {
-		ss.storageError(errBadFormat)
+		ss.replyError(errBadFormat)
 		return nil
 	}
 	n, ok := parseInt(t[4], 32)
 	if !ok || n < 0 {
-		ss.storageError(errBadFormat)
+		ss.replyError(errBadFormat)
 		return nil
 	}
 	ss.noreply = ss.lastIsNoreply()
@@ -233,12 +233,12 @@ func (ss *session) storage(cmd commandID) error {
 		}
 	}
 	if !validKey(key) || !okf || !oke || !okc {
-		ss.storageError(errBadFormat)
+		ss.replyError(errBadFormat)
 		return ss.r.discard(size + 2)
 	}
 	if size > s.maxItemSize {
 		ss.count.add(statStoreTooLarge, 1)
-		ss.storageError(errTooLarge)
+		ss.replyError(errTooLarge)
 		return ss.r.discard(size + 2)
 	}
 	ss.keybuf = append(ss.keybuf[:0], key...)
@@ -248,7 +248,7 @@ func (ss *session) storage(cmd commandID) error {
 		return err
 	}
 	if data[size] != '\r' || data[size+1] != '\n' {
-		ss.storageError(errBadChunk)
+		ss.replyError(errBadChunk)
 		return nil
 	}
 	data = data[:size]
@@ -269,14 +269,15 @@ func (ss *session) storage(cmd commandID) error {
 	case cmdCas:
 		req.mode, req.hasCas, req.cas = modeSet, true, cas
 	}
-	if cmd == cmdSet && ss.flush != nil && (ss.pend.n > 0 || ss.r.buffered() > 0) {
-		// More commands are buffered (a pipeline): commit with them.
-		ss.deferSet(&req)
+	if cmd == cmdSet && ss.canDefer() {
+		// A pipeline: commit with the sets around it.
+		ss.deferSet(&req, ss.noreply, ss.noreply)
 		return nil
 	}
+	ss.commitPending()
 	out, err := s.store(&req)
 	if err != nil {
-		ss.storageError(serverError(err))
+		ss.replyError(serverError(err))
 		s.log.Warn("memcache: store failed", "err", err)
 		return nil
 	}
@@ -292,13 +293,6 @@ func (ss *session) storage(cmd commandID) error {
 		ss.reply("NOT_FOUND")
 	}
 	return nil
-}
-
-// storageError commits the deferred sets, whose replies come first, and
-// replies with an error.
-func (ss *session) storageError(line string) {
-	ss.commitPending()
-	ss.replyError(line)
 }
 
 func (ss *session) storeStats(cas bool, res storeResult) {

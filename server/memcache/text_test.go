@@ -792,4 +792,24 @@ func TestPipelinedSetsShareACommit(t *testing.T) {
 		t.Fatalf("102 pipelined sets took %d group commits", groups)
 	}
 	t.Logf("102 pipelined sets: %d group commits", groups)
+
+	// Quiet meta sets join the run; a set with a flag that needs the
+	// store's outcome (I) commits it first; an error reply between two
+	// deferred sets keeps its place.
+	before = db.Stats()
+	req.Reset()
+	for i := range 100 {
+		fmt.Fprintf(&req, "ms m%03d 2 q F%d\r\nv%d\r\n", i, i, i%10)
+	}
+	req.WriteString("ms inv 2 q I\r\nvi\r\nset t1 0 0 2\r\nt1\r\nms m4 bad\r\nset t2 0 0 2\r\nt2\r\nmg m007 v f\r\nmg inv v\r\n")
+	c.do(req.String(), lines(
+		"STORED",
+		"CLIENT_ERROR bad command line format",
+		"STORED",
+		"VA 2 f7", "v7",
+		"VA 2", "vi"))
+	after = db.Stats()
+	if commits, groups := after.Commits-before.Commits, after.Groups-before.Groups; commits != 103 || groups > 10 {
+		t.Fatalf("103 pipelined sets: %d commits in %d group commits", commits, groups)
+	}
 }
