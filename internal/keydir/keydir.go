@@ -617,7 +617,13 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 		// A full leaf that gains a key gives items to a sibling with room
 		// rather than split, so random inserts leave leaves fuller (as a
 		// B*-tree). Replacing a key's entry moves nothing.
-		if _, found := t.searchLeaf(c, key); !found && t.shiftToSibling(n, ci) {
+		i, found := t.searchLeaf(c, key)
+		if found {
+			c = t.mut(c)
+			n.kids[ci] = c
+			return t.replace(&c.items[i], key, e), true, nil, 0
+		}
+		if t.shiftToSibling(n, ci) {
 			ci = t.searchInner(n, key)
 		}
 	}
