@@ -797,3 +797,37 @@ func TestBatchVersion(t *testing.T) {
 		t.Fatalf("WriteBatches: %v, versions %d %d (c at %d)", errs, bs[0].Version(), bs[1].Version(), info.Version)
 	}
 }
+
+// The key an Iterator returns is a copy: a caller that changes it changes
+// neither the database nor what the iterator reads next.
+func TestIteratorKeyIsACopy(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	for _, k := range []string{"k1", "k2", "k3"} {
+		db.Set([]byte(k), []byte("v"+k))
+	}
+	it, err := db.NewIterator(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		got = append(got, string(k)+"="+string(it.Value()))
+		k[0] = 'X'
+		if again := it.Key(); string(again) != "X"+string(again[1:]) {
+			t.Fatalf("Key changed between calls at one position: %q", again)
+		}
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[k1=vk1 k2=vk2 k3=vk3]" {
+		t.Fatalf("iterated %q", got)
+	}
+	mustGet(t, db, "k1", "vk1")
+	it, _ = db.NewIterator(nil)
+	defer it.Close()
+	if !it.First() || string(it.Key()) != "k1" {
+		t.Fatalf("after the caller changed a key: first key %q", it.Key())
+	}
+}

@@ -28,7 +28,9 @@ type Iterator struct {
 	it     *keydir.Iter
 	lo, hi []byte
 	valid  bool
-	key    []byte
+	raw    []byte // the current key, in the key directory's memory
+	key    []byte // its copy for Key, made on first use
+	copied bool   // key holds raw
 	entry  keydir.Entry
 	val    []byte
 	buf    []byte        // reused for values
@@ -75,17 +77,16 @@ func (i *Iterator) settle(ok, forward bool) bool {
 		return false
 	}
 	for ok {
-		k := i.it.Key()
+		k, e := i.it.KeyEntry()
 		if forward && i.hi != nil && bytes.Compare(k, i.hi) >= 0 {
 			break
 		}
 		if !forward && bytes.Compare(k, i.lo) < 0 {
 			break
 		}
-		e := i.it.Entry()
 		if !e.Expired(i.v.nowMs) {
 			i.valid, i.entry, i.back = true, e, !forward
-			i.key = append(i.key[:0], k...)
+			i.raw, i.copied = k, false
 			if i.wantValues {
 				i.readAhead(!forward)
 			}
@@ -221,7 +222,21 @@ func (i *Iterator) Key() []byte {
 	if !i.valid {
 		return nil
 	}
+	if !i.copied {
+		// A copy, so that a caller who changes it cannot change the
+		// key directory.
+		i.key, i.copied = append(i.key[:0], i.raw...), true
+	}
 	return i.key
+}
+
+// keyView is Key without the copy, for callers in this package that copy
+// it at once (and never modify it).
+func (i *Iterator) keyView() []byte {
+	if !i.valid {
+		return nil
+	}
+	return i.raw
 }
 
 // Info returns what the key directory knows about the current key, and
@@ -271,9 +286,9 @@ func (i *Iterator) value(view bool) []byte {
 			i.file = f // neighbouring keys are often in one file
 		}
 		if view {
-			i.val, i.flags, i.err = i.v.db.viewFrom(f, i.key, i.entry, &i.buf)
+			i.val, i.flags, i.err = i.v.db.viewFrom(f, i.raw, i.entry, &i.buf)
 		} else {
-			i.val, i.flags, i.err = i.v.db.readFrom(f, i.key, i.entry, &i.buf)
+			i.val, i.flags, i.err = i.v.db.readFrom(f, i.raw, i.entry, &i.buf)
 		}
 		if i.err != nil {
 			i.val = nil

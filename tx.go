@@ -637,7 +637,7 @@ func (it *TxIterator) nextFast() (ok, done bool) {
 		return false, true
 	}
 	// The current key stays in it.fast (closeFast keeps it in it.cur).
-	it.kv = KeyValue{Key: it.own(it.fast.Key())}
+	it.kv = KeyValue{Key: it.own(it.fast.keyView())}
 	if !it.opts.KeysOnly {
 		v := it.fast.value(true) // copied into the slab at once
 		if it.err = it.fast.Err(); it.err != nil {
@@ -653,7 +653,7 @@ func (it *TxIterator) nextFast() (ok, done bool) {
 // slow path and for finish.
 func (it *TxIterator) closeFast() {
 	if it.fast.Valid() {
-		it.cur = bytes.Clone(it.fast.Key())
+		it.cur = bytes.Clone(it.fast.keyView())
 	}
 	it.fast.Close()
 	it.fast = nil

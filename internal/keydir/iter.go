@@ -138,6 +138,13 @@ func (it *Iter) Entry() Entry {
 	return it.t.entry(f.n.items[f.i])
 }
 
+// KeyEntry returns the current key, as Key does, and entry.
+func (it *Iter) KeyEntry() ([]byte, Entry) {
+	f := it.leaf()
+	item := f.n.items[f.i]
+	return it.t.keyOf(item.kref), it.t.entry(item)
+}
+
 // Ahead fills dst with the entries of the items that follow the current
 // one in its leaf (or, with reverse, precede it), nearest first, without
 // moving, and returns how many it filled: fewer than len(dst) at the
