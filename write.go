@@ -279,7 +279,7 @@ func (b *Batch) Reset() {
 // stay valid: when buf must grow, a new array is started.
 func (b *Batch) keep(p []byte) []byte {
 	if len(p) > cap(b.buf)-len(b.buf) {
-		b.buf = make([]byte, 0, max(len(p), 2*cap(b.buf), 4096))
+		b.buf = make([]byte, 0, max(len(p), 2*cap(b.buf), 256))
 	}
 	n := len(b.buf)
 	b.buf = append(b.buf, p...)
@@ -330,7 +330,7 @@ func (db *DB) batchOps(b *Batch) ([]op, error) {
 	}
 	ops := make([]op, len(b.ops))
 	copy(ops, b.ops)
-	now := db.nowMs()
+	now := int64(-1) // read once, and only for a batch with expiries
 	for i := range ops {
 		if ops[i].ttl != 0 {
 			exp, err := db.expiryAfter(ops[i].ttl)
@@ -339,7 +339,13 @@ func (db *DB) batchOps(b *Batch) ([]op, error) {
 			}
 			ops[i].expiry, ops[i].ttl = exp, 0
 		}
-		if ops[i].kind == opSet && ops[i].expiry != 0 && ops[i].expiry <= now {
+		if ops[i].kind != opSet || ops[i].expiry == 0 {
+			continue
+		}
+		if now < 0 {
+			now = db.nowMs()
+		}
+		if ops[i].expiry <= now {
 			ops[i] = op{kind: opDelete, key: ops[i].key}
 		}
 	}
