@@ -58,27 +58,54 @@ var fuzzSeeds = []string{
 }
 
 // FuzzMemcacheParser feeds arbitrary bytes to a session as one client's
-// stream (read in small pieces): the server must not panic, the replies
-// are well-formed lines, and the database stays usable with its reserved
-// key space untouched.
+// stream (read in small pieces), once as a datagram session reads it and
+// once as a TCP connection does (which defers pipelined sets): the server
+// must not panic, the replies are well-formed lines, and the database
+// stays usable with its reserved key space untouched.
 func FuzzMemcacheParser(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte("set a 0 0 1 noreply\r\nx\r\nms b 1 q\r\ny\r\nset c 0 0 zz\r\nset d 0 0 1\r\nz\r\nmg a v\r\nmn\r\n"))
 	s := fuzzServer(f)
-	f.Fuzz(func(t *testing.T, in []byte) {
+	run := func(in []byte, tcp bool) []byte {
 		var ss session
 		ss.init(s, newReader(iotest.HalfReader(bytes.NewReader(in)), 64), false)
+		var sent []byte
+		if tcp {
+			ss.flush = func() error {
+				ss.commitPending()
+				sent = append(sent, ss.out...)
+				ss.out = ss.out[:0]
+				return nil
+			}
+			ss.r.before = ss.flush
+		}
 		for range 10000 {
 			if ss.step() != nil {
 				break
 			}
+			if tcp && ss.r.buffered() == 0 {
+				ss.flush()
+			}
 			if len(ss.out) > 1<<20 {
 				ss.out = ss.out[:0]
 			}
+			if len(sent) > 1<<20 {
+				sent = sent[:0]
+			}
 		}
-		if len(ss.out) > 0 && !bytes.HasSuffix(ss.out, []byte("\r\n")) {
-			t.Fatalf("reply does not end in CRLF: %q", ss.out)
+		if tcp {
+			ss.flush()
+		}
+		return append(sent, ss.out...)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		for _, tcp := range []bool{false, true} {
+			out := run(in, tcp)
+			if len(out) > 0 && !bytes.HasSuffix(out, []byte("\r\n")) {
+				t.Fatalf("tcp %v: reply does not end in CRLF: %q", tcp, out)
+			}
 		}
 		checkDB(t, s.DB)
 	})
