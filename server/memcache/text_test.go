@@ -7,10 +7,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/vfs"
+	"github.com/caskade/caskade/vfs/errorfs"
 )
 
 // step is one request and the exact reply it must get.
@@ -812,4 +815,22 @@ func TestPipelinedSetsShareACommit(t *testing.T) {
 	if commits, groups := after.Commits-before.Commits, after.Groups-before.Groups; commits != 103 || groups > 10 {
 		t.Fatalf("103 pipelined sets: %d commits in %d group commits", commits, groups)
 	}
+}
+
+// When the group commit of a run of pipelined sets fails, each set is
+// answered with the error in its place (nothing for noreply), and the
+// sets are not stored.
+func TestPipelinedSetsFailTogether(t *testing.T) {
+	efs := errorfs.New(vfs.NewMem())
+	db, err := caskade.Open("db", &caskade.Options{FS: efs, Sync: caskade.SyncAlways, MergeInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startServerDB(t, db, false)
+	c := ts.dial(t)
+	c.do("set before 0 0 1\r\nb\r\n", "STORED\r\n")
+	efs.Inject(errorfs.OpSync, syscall.EIO)
+	const stopped = "SERVER_ERROR writes stopped after an I/O error"
+	c.do("set a 0 0 1\r\nx\r\nset b 0 0 1 noreply\r\ny\r\nset c 0 0 zz\r\nset d 0 0 1\r\nz\r\nget a b d before\r\n",
+		lines(stopped, "CLIENT_ERROR bad command line format", stopped, "VALUE before 0 1", "b", "END"))
 }
