@@ -21,7 +21,7 @@ func TestBatchCheckRange(t *testing.T) {
 		if end != "" {
 			e = []byte(end)
 		}
-		b.CheckRange([]byte(begin), e, s.Version())
+		b.CheckRange([]byte(begin), e, s)
 		b.Set([]byte("out"), []byte("x"))
 		return db.Write(&b)
 	}
@@ -57,7 +57,7 @@ func TestBatchCheckRange(t *testing.T) {
 		t.Fatalf("%d live readers after closing every snapshot", n)
 	}
 	var b Batch
-	b.CheckRange([]byte("b"), []byte("a"), 0)
+	b.CheckRange([]byte("b"), []byte("a"), db.Snapshot())
 	if err := db.Write(&b); !errors.Is(err, ErrInvalidRange) {
 		t.Fatalf("inverted range: %v", err)
 	}

@@ -33,7 +33,7 @@ const (
 	opSetVSValue                  // set key to value, whose placeholder is filled in
 	opWriteConflict               // add [key, value) to the write conflict history
 	opAddInt                      // add delta to key's base-10 integer value; result out
-	opCheckRange                  // fail the commit if [key, value) changed after version
+	opCheckRange                  // fail the commit if [key, value) changed after version, or a key live at expiry (the reader's instant) expired
 )
 
 // op is one mutation. Results (found) are written by the commit leader and
@@ -56,8 +56,8 @@ type op struct {
 // commitReq is one commit: its ops become one batch with one version.
 type commitReq struct {
 	ops     []op
-	txn     *txnReq // for transactions: the read conflict check
-	checked uint64  // the range reads were checked up to this version (precheck); 0: not
+	txn     *txnReq    // for transactions: the read conflict check
+	checked prechecked // what precheck found of its range reads
 	version uint64
 	err     error // this commit's own failure (a failed check)
 	done    chan error
@@ -115,18 +115,18 @@ func (db *DB) commitMany(opss [][]op, txns []*txnReq, vers []uint64, errs []erro
 	}
 	// Range reads are checked here, outside the leader (precheck); a
 	// commit that fails its check is not queued.
-	var checked []uint64
+	var checked []prechecked
 	for i := range opss {
 		rs := rangeReads(opss[i], txns[i])
 		if len(rs) == 0 {
 			continue
 		}
 		if checked == nil {
-			checked = make([]uint64, len(opss))
+			checked = make([]prechecked, len(opss))
 		}
-		id, at, conflict := db.precheck(rs)
+		id, p, conflict := db.precheck(rs)
 		defer db.unprecheck(id)
-		checked[i] = at
+		checked[i] = p
 		if conflict {
 			errs[i] = ErrConflict
 		}
@@ -147,10 +147,10 @@ var testHookAfterPrecheck func()
 
 // commitSome queues the commits whose errs are not set yet, filling their
 // vers and errs.
-func (db *DB) commitSome(opss [][]op, txns []*txnReq, checked, vers []uint64, errs []error) {
+func (db *DB) commitSome(opss [][]op, txns []*txnReq, checked []prechecked, vers []uint64, errs []error) {
 	var o [][]op
 	var t []*txnReq
-	var c []uint64
+	var c []prechecked
 	var idx []int
 	for i := range opss {
 		if errs[i] == nil {
@@ -168,12 +168,12 @@ func (db *DB) commitSome(opss [][]op, txns []*txnReq, checked, vers []uint64, er
 }
 
 // commitQueued queues the commits and waits for them, leading groups as
-// its turn comes. checked, if not nil, holds each one's precheck version.
-func (db *DB) commitQueued(opss [][]op, txns []*txnReq, checked []uint64, vers []uint64, errs []error) {
+// its turn comes. checked, if not nil, holds what each one's precheck found.
+func (db *DB) commitQueued(opss [][]op, txns []*txnReq, checked []prechecked, vers []uint64, errs []error) {
 	reqs := make([]*commitReq, len(opss))
 	for i := range reqs {
 		r := reqPool.Get().(*commitReq)
-		r.ops, r.version, r.txn, r.checked = opss[i], 0, txns[i], 0
+		r.ops, r.version, r.txn, r.checked = opss[i], 0, txns[i], prechecked{}
 		if checked != nil {
 			r.checked = checked[i]
 		}
@@ -348,7 +348,7 @@ func (db *DB) runGroup(group []*commitReq) {
 	ends := db.ends[:0] // where each commit's records end in buf
 	for _, r := range group {
 		r.err = nil
-		if !db.checksHold(r.ops, r.checked, lookup, overlay, applies) || (r.txn != nil && db.txnConflict(r.txn, r.checked, overlay, applies)) {
+		if !db.checksHold(r.ops, r.checked, now, lookup, overlay, applies) || (r.txn != nil && db.txnConflict(r.txn, r.checked, now, overlay, applies)) {
 			r.err = ErrConflict
 			continue
 		}
@@ -585,12 +585,12 @@ func parseDecimal(b []byte) (int64, bool) {
 }
 
 // checksHold reports whether every opCheck and opCheckRange of a commit
-// holds; checked is the version its ranges were prechecked up to, or 0.
-func (db *DB) checksHold(ops []op, checked uint64, lookup func([]byte) (keydir.Entry, bool), overlay map[string]int, applies []apply) bool {
+// holds at now; checked is what precheck found of its ranges.
+func (db *DB) checksHold(ops []op, checked prechecked, now int64, lookup func([]byte) (keydir.Entry, bool), overlay map[string]int, applies []apply) bool {
 	for i := range ops {
 		if ops[i].kind == opCheckRange {
-			r := txnReq{readVersion: ops[i].version, reads: []keyRange{{ops[i].key, ops[i].value}}}
-			if db.txnConflict(&r, checked, overlay, applies) {
+			r := txnReq{readVersion: ops[i].version, readTime: ops[i].expiry, reads: []keyRange{{ops[i].key, ops[i].value}}}
+			if db.txnConflict(&r, checked, now, overlay, applies) {
 				return false
 			}
 			continue
@@ -776,7 +776,8 @@ func (db *DB) applyGroup(applies []apply, wranges []histRange, ver uint64) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	defer db.recordHistory(applies, wranges, ver)
-	for _, a := range applies {
+	for i := range applies {
+		a := &applies[i]
 		if a.rel >= 0 && a.del {
 			// The tombstone itself is dead weight until merge drops it.
 			db.fstats[a.fid].dead += a.size
@@ -788,6 +789,9 @@ func (db *DB) applyGroup(applies []apply, wranges []histRange, ver uint64) {
 			old, had = db.tree.Delete(a.key)
 			if had && old.Expiry != 0 {
 				delete(db.expiring, string(a.key))
+				if a.rel < 0 {
+					a.expiry = old.Expiry // a drop of an expired key, for recordHistory
+				}
 			}
 		} else {
 			e := keydir.Entry{FileID: a.fid, ValLen: a.valLen, Offset: a.rel, Version: a.version, Expiry: a.expiry}

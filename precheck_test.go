@@ -62,7 +62,7 @@ func TestPrecheckWindow(t *testing.T) {
 						t.Fatalf("range read: %d pairs, %v", len(kvs), rerr)
 					}
 					var b Batch
-					b.CheckRange([]byte("r"), []byte("r\xff"), snap.Version())
+					b.CheckRange([]byte("r"), []byte("r\xff"), snap)
 					b.Set([]byte("x"), []byte("y"))
 					err = db.Write(&b)
 					snap.Close()
@@ -134,10 +134,10 @@ func TestPrecheckFailsOnlyItsBatch(t *testing.T) {
 	defer snap.Close()
 	db.Set([]byte("r1"), []byte("v")) // into the range, after the snapshot
 	var stale, plain, checked Batch
-	stale.CheckRange([]byte("r"), []byte("s"), snap.Version())
+	stale.CheckRange([]byte("r"), []byte("s"), snap)
 	stale.Set([]byte("a"), []byte("1"))
 	plain.Set([]byte("b"), []byte("2"))
-	checked.CheckRange([]byte("x"), []byte("y"), snap.Version())
+	checked.CheckRange([]byte("x"), []byte("y"), snap)
 	checked.Set([]byte("c"), []byte("3"))
 	errs := db.WriteBatches([]*Batch{&stale, &plain, &checked})
 	if !errors.Is(errs[0], ErrConflict) || errs[1] != nil || errs[2] != nil {

@@ -18,9 +18,11 @@ import (
 // FoundationDB's: it reads a snapshot of the database at its read version,
 // sees its own writes, buffers its writes, and commits them atomically only
 // if nothing it read (without Snapshot) was changed by a transaction that
-// committed after its read version; otherwise Commit fails with ErrConflict
-// and the transaction can be retried. Read-only transactions and blind
-// writes never conflict. A Tx is not safe for concurrent use.
+// committed after its read version, and no key it read live has expired
+// since (expiry is judged at the instant the transaction began); otherwise
+// Commit fails with ErrConflict and the transaction can be retried.
+// Read-only transactions and blind writes never conflict. A Tx is not safe
+// for concurrent use.
 //
 // Mutations (Set, Clear, atomic operations, ...) report invalid input, such
 // as an oversized key, when the transaction commits.
@@ -917,7 +919,7 @@ func (tx *Tx) Commit() error {
 	if tx.db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	req := &txnReq{readVersion: tx.v.version, reads: tx.reads, watches: tx.watches}
+	req := &txnReq{readVersion: tx.v.version, readTime: tx.v.nowMs, reads: tx.reads, watches: tx.watches}
 	v, err := tx.db.commit(tx.ops, req)
 	if err != nil {
 		tx.cancelWatches(err)

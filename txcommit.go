@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync/atomic"
 
+	"github.com/caskade/caskade/internal/keydir"
 	"github.com/tidwall/btree"
 )
 
@@ -33,6 +34,7 @@ func keyAfter(k []byte) []byte { return append(k[:len(k):len(k)], 0) }
 // succeeds only if nothing in reads changed after readVersion.
 type txnReq struct {
 	readVersion uint64
+	readTime    int64 // the instant (Unix ms) at which the reads judged expiry
 	reads       []keyRange
 	writes      []keyRange // explicit write conflict ranges
 	watches     []*Watch   // armed by the commit leader right after the commit
@@ -40,18 +42,46 @@ type txnReq struct {
 
 // history remembers what commits changed that the key directory no longer
 // shows, for as long as a live transaction may need it: keys deleted (a
-// deleted key has no entry, so no version to compare) and explicit write
-// conflict ranges. It is recorded only while transactions are live.
-// Guarded by DB.mu.
+// deleted key has no entry, so no version to compare), keys dropped from
+// memory after they expired (a reader that saw one live must see it gone),
+// and explicit write conflict ranges. It is recorded only while
+// transactions are live. Guarded by DB.mu.
 type history struct {
 	deleted *btree.BTreeG[histItem]
 	queue   []histItem // in version order, for pruning
 	ranges  []histRange
 }
 
+// histItem is a key that left the key directory: deleted by the commit at
+// version, or dropped after it expired at expiry (each 0 if not).
 type histItem struct {
 	key     string
 	version uint64
+	expiry  int64
+	until   uint64 // forgotten once every live reader reads at this version or later
+}
+
+// changedFor reports whether a reader at readVersion, judging expiry at
+// readTime, read the key before it left: a deletion after its version, or
+// a drop of a key that was live when it read.
+func (h histItem) changedFor(readVersion uint64, readTime int64) bool {
+	return h.version > readVersion || h.expiry > readTime
+}
+
+// expiredSince reports whether e, live for a reader that judged expiry at
+// readTime, has expired by now: to that reader, a change.
+func expiredSince(e keydir.Entry, readTime, now int64) bool {
+	return e.Expiry > readTime && e.Expiry <= now
+}
+
+// remember adds h to the history, merged with what it holds for the key.
+// The caller holds mu.
+func (hs *history) remember(h histItem) {
+	if cur, ok := hs.deleted.Get(h); ok {
+		h.version, h.expiry, h.until = max(h.version, cur.version), max(h.expiry, cur.expiry), max(h.until, cur.until)
+	}
+	hs.deleted.Set(h)
+	hs.queue = append(hs.queue, h)
 }
 
 type histRange struct {
@@ -70,14 +100,16 @@ type liveTxns struct {
 	reads map[uint64]uint64 // id -> read version; guarded by DB.mu
 }
 
-// txnConflict reports whether a transaction read anything that was written
-// after its read version: by a commit already applied (the key
-// directory's versions, and the history), or by an earlier commit of this
-// same group (whose versions are all newer).
+// txnConflict reports whether a transaction read anything that changed
+// after it read: written after its read version by a commit already
+// applied (the key directory's versions, and the history) or by an earlier
+// commit of this same group (whose versions are all newer), or expired
+// between its read time and now, the group's instant.
 //
-// Ranges (not single keys) that precheck checked up to version checked are
-// checked against the writes after it only (db.pre.recent), not walked.
-func (db *DB) txnConflict(t *txnReq, checked uint64, overlay map[string]int, applies []apply) bool {
+// Ranges (not single keys) that precheck checked (checked.at > 0) are
+// checked against the writes after it only (db.pre.recent), and against
+// the first expiry it found in them, not walked.
+func (db *DB) txnConflict(t *txnReq, checked prechecked, now int64, overlay map[string]int, applies []apply) bool {
 	for _, r := range t.reads {
 		point := r.point()
 		switch {
@@ -101,14 +133,14 @@ func (db *DB) txnConflict(t *txnReq, checked uint64, overlay map[string]int, app
 			}
 		}
 		if point {
-			if e, ok := db.tree.Get(r.begin); ok && e.Version > t.readVersion {
+			if e, ok := db.tree.Get(r.begin); ok && (e.Version > t.readVersion || expiredSince(e, t.readTime, now)) {
 				return true
 			}
-			if it, ok := db.hist.deleted.Get(histItem{key: string(r.begin)}); ok && it.version > t.readVersion {
+			if it, ok := db.hist.deleted.Get(histItem{key: string(r.begin)}); ok && it.changedFor(t.readVersion, t.readTime) {
 				return true
 			}
-		} else if checked > 0 {
-			if db.pre.wroteInto(r, checked) {
+		} else if checked.at > 0 {
+			if db.pre.wroteInto(r, checked.at) || (checked.expiry != 0 && checked.expiry <= now) {
 				return true
 			}
 		} else {
@@ -117,7 +149,7 @@ func (db *DB) txnConflict(t *txnReq, checked uint64, overlay map[string]int, app
 				if r.end != nil && bytes.Compare(it.Key(), r.end) >= 0 {
 					break
 				}
-				if it.Entry().Version > t.readVersion {
+				if e := it.Entry(); e.Version > t.readVersion || expiredSince(e, t.readTime, now) {
 					return true
 				}
 			}
@@ -126,7 +158,7 @@ func (db *DB) txnConflict(t *txnReq, checked uint64, overlay map[string]int, app
 				if r.end != nil && h.key >= string(r.end) {
 					return false
 				}
-				conflict = h.version > t.readVersion
+				conflict = h.changedFor(t.readVersion, t.readTime)
 				return !conflict
 			})
 			if conflict {
@@ -152,15 +184,19 @@ func (db *DB) recordHistory(applies []apply, wranges []histRange, ver uint64) {
 	}
 	if db.txns.count.Load() > 0 {
 		for _, a := range applies {
-			// A deletion without a version drops from memory a key that
-			// was already gone (expired, or deleted earlier in the group):
-			// no change to record, and recording it would replace the
-			// deletion that was one.
-			if a.del && a.version != 0 {
-				h := histItem{key: string(a.key), version: a.version}
-				db.hist.deleted.Set(h)
-				db.hist.queue = append(db.hist.queue, h)
+			switch {
+			case !a.del:
+			case a.version != 0:
+				db.hist.remember(histItem{key: string(a.key), version: a.version, until: a.version})
+			case a.expiry != 0:
+				// A deletion without a version dropped from memory a key
+				// that had expired (applyGroup noted when): a change to
+				// the readers that saw it live. A reader that registers
+				// after this group reads at ver or later and did not.
+				db.hist.remember(histItem{key: string(a.key), expiry: a.expiry, until: ver + 1})
 			}
+			// Otherwise the key was deleted earlier in the group: its
+			// deletion is the change.
 		}
 		db.hist.ranges = append(db.hist.ranges, wranges...)
 	}
@@ -170,9 +206,9 @@ func (db *DB) recordHistory(applies []apply, wranges []histRange, ver uint64) {
 		oldest = min(oldest, rv)
 	}
 	n := 0
-	for n < len(db.hist.queue) && db.hist.queue[n].version <= oldest {
+	for n < len(db.hist.queue) && db.hist.queue[n].until <= oldest {
 		h := db.hist.queue[n]
-		if cur, ok := db.hist.deleted.Get(h); ok && cur.version == h.version {
+		if cur, ok := db.hist.deleted.Get(h); ok && cur.until == h.until {
 			db.hist.deleted.Delete(h)
 		}
 		n++
@@ -328,10 +364,19 @@ type recentWrite struct {
 	version uint64
 }
 
-// versionedRange is a range read at a read version.
+// versionedRange is a range read at a read version and read time.
 type versionedRange struct {
 	r           keyRange
 	readVersion uint64
+	readTime    int64
+}
+
+// prechecked is what precheck found of a commit's range reads: checked up
+// to version at (0: not prechecked), and the first instant at which a key
+// they saw live expires (0: none has an expiry).
+type prechecked struct {
+	at     uint64
+	expiry int64
 }
 
 // rangeReads lists the range reads (not single keys) that a commit's
@@ -341,13 +386,13 @@ func rangeReads(ops []op, t *txnReq) []versionedRange {
 	if t != nil {
 		for _, r := range t.reads {
 			if !r.point() {
-				rs = append(rs, versionedRange{r, t.readVersion})
+				rs = append(rs, versionedRange{r, t.readVersion, t.readTime})
 			}
 		}
 	}
 	for i := range ops {
 		if ops[i].kind == opCheckRange {
-			rs = append(rs, versionedRange{keyRange{ops[i].key, ops[i].value}, ops[i].version})
+			rs = append(rs, versionedRange{keyRange{ops[i].key, ops[i].value}, ops[i].version, ops[i].expiry})
 		}
 	}
 	return rs
@@ -355,34 +400,41 @@ func rangeReads(ops []op, t *txnReq) []versionedRange {
 
 // precheck checks the ranges against the database as it is now, outside
 // the commit leader: conflict reports a key in one of them written after
-// its read version (or deleted since, as far as the history knows). It
-// registers the version it checked up to, at, under id; the leader then
-// checks the ranges against the writes after at (txnConflict), which are
-// recorded until unprecheck(id).
-func (db *DB) precheck(rs []versionedRange) (id, at uint64, conflict bool) {
+// its read version (or gone since, as far as the history knows). It
+// registers the version it checked up to, p.at, under id; the leader then
+// checks the ranges against the writes after p.at (txnConflict), which are
+// recorded until unprecheck(id), and against p.expiry, the first expiry of
+// a key in them that their reader saw live.
+func (db *DB) precheck(rs []versionedRange) (id uint64, p prechecked, conflict bool) {
 	db.mu.Lock()
 	if db.snap == nil || db.snapVer != db.version {
 		db.snap, db.snapVer = db.tree.Clone(), db.version
 	}
 	tree := db.snap
-	at = db.version
+	p.at = db.version
 	db.pre.seq++
 	id = db.pre.seq
 	if db.pre.at == nil {
 		db.pre.at = map[uint64]uint64{}
 	}
-	db.pre.at[id] = at
+	db.pre.at[id] = p.at
 	db.mu.Unlock()
 	// Walk the clone without a lock: commits go on meanwhile, and are
-	// recorded for the leader.
+	// recorded for the leader. A key that expires later is gone then
+	// (dropped from memory, perhaps): the leader compares p.expiry with
+	// its instant.
 	for _, vr := range rs {
 		it := tree.Iter()
 		for ok := it.Seek(vr.r.begin); ok; ok = it.Next() {
 			if vr.r.end != nil && bytes.Compare(it.Key(), vr.r.end) >= 0 {
 				break
 			}
-			if it.Entry().Version > vr.readVersion {
-				return id, at, true
+			e := it.Entry()
+			if e.Version > vr.readVersion {
+				return id, p, true
+			}
+			if e.Expiry > vr.readTime && (p.expiry == 0 || e.Expiry < p.expiry) {
+				p.expiry = e.Expiry
 			}
 		}
 	}
@@ -393,14 +445,14 @@ func (db *DB) precheck(rs []versionedRange) (id, at uint64, conflict bool) {
 			if vr.r.end != nil && h.key >= string(vr.r.end) {
 				return false
 			}
-			conflict = h.version > vr.readVersion
+			conflict = h.changedFor(vr.readVersion, vr.readTime)
 			return !conflict
 		})
 		if conflict {
-			return id, at, true
+			return id, p, true
 		}
 	}
-	return id, at, false
+	return id, p, false
 }
 
 // unprecheck ends precheck id's registration, and forgets the writes that

@@ -225,14 +225,15 @@ func (b *Batch) Check(key []byte, version uint64) {
 	b.ops = append(b.ops, op{kind: opCheck, key: b.keep(key), version: version})
 }
 
-// CheckRange makes the batch conditional on a range read: Write applies it
-// only if no commit after version set or deleted a key in [begin, end)
-// (nil end: to the end of the key space); otherwise Write fails with
-// ErrConflict and applies nothing. Deletions are remembered only while a
-// snapshot from DB.SnapshotForChecks (or a transaction) that reads at
-// version or earlier is open, so read the range from such a snapshot,
-// pass its Version, and keep it open until Write returns.
-func (b *Batch) CheckRange(begin, end []byte, version uint64) {
+// CheckRange makes the batch conditional on a range read from snapshot s:
+// Write applies it only if [begin, end) (nil end: to the end of the key
+// space) is still as s saw it: no commit after s set or deleted a key in
+// it, and no key that s saw live has expired since; otherwise Write fails
+// with ErrConflict and applies nothing. Deletions are remembered only
+// while a snapshot from DB.SnapshotForChecks (or a transaction) that reads
+// at s's version or earlier is open, so s should come from
+// SnapshotForChecks and stay open until Write returns.
+func (b *Batch) CheckRange(begin, end []byte, s *Snapshot) {
 	if end != nil && bytes.Compare(begin, end) > 0 && b.err == nil {
 		b.err = ErrInvalidRange
 	}
@@ -240,7 +241,8 @@ func (b *Batch) CheckRange(begin, end []byte, version uint64) {
 	if end != nil {
 		e = b.keep(end)
 	}
-	b.ops = append(b.ops, op{kind: opCheckRange, key: b.keep(begin), value: e, version: version})
+	// The op carries the snapshot's instant in expiry.
+	b.ops = append(b.ops, op{kind: opCheckRange, key: b.keep(begin), value: e, version: s.v.version, expiry: s.v.nowMs})
 }
 
 // AddInt adds an increment of key's value by delta, the value read as a

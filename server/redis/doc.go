@@ -86,8 +86,8 @@
 // RANDOMKEY; caskade.Batch.CheckRange): a WATCHed key that changed makes
 // EXEC return the null array; a change to a key or range only read makes
 // the transaction run again, so its replies and writes are those of one
-// instant, as in Redis. A key that merely expires between the snapshot and
-// the commit does not count as a change to a range.
+// instant, as in Redis; a key that expires between the snapshot and the
+// commit counts as such a change.
 //
 // # Ordered data: the CSK commands
 //

@@ -373,7 +373,7 @@ func (st *store) commit() error {
 		b.Check(r.key, r.ver)
 	}
 	for _, r := range st.rangeReads {
-		b.CheckRange(r.begin, r.end, st.snap.Version())
+		b.CheckRange(r.begin, r.end, st.snap)
 	}
 	for i := range st.ops {
 		o := &st.ops[i]
