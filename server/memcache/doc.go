@@ -58,7 +58,9 @@
 // own, as one group commit, and answered then, each reply where the set
 // was: under --sync always a pipeline of sets costs one fsync, not one per
 // set. Any other command, and every flush of the replies, commits them
-// first, so a connection always reads its own writes.
+// first, so a connection always reads its own writes. Each such set's
+// latency in the command metrics runs to the end of its commit, and a
+// failed commit counts as its error.
 //
 // # UDP
 //

@@ -466,7 +466,7 @@ func (ss *session) metaSet() error {
 	if mode == modeSet && !req.hasCas && !req.invalidate && !req.version && m.has('q') && ss.canDefer() {
 		// A quiet set in a pipeline: commit with the sets around it. It
 		// replies only on failure, and a failure is a SERVER_ERROR.
-		ss.deferSet(&req, true, false)
+		ss.deferSet(cmdMs, &req, true, false)
 		return nil
 	}
 	ss.commitPending()

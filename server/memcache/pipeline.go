@@ -2,6 +2,7 @@ package memcache
 
 import (
 	"bytes"
+	"time"
 
 	"github.com/caskade/caskade"
 )
@@ -29,11 +30,15 @@ type pendingSets struct {
 	scratch []byte
 }
 
-// pendingSet is how one deferred set replies.
+// pendingSet is how one deferred set replies, and what its metrics need:
+// it is observed when its commit ends, so that its latency includes the
+// commit and a failed commit counts as its error.
 type pendingSet struct {
 	at       int  // position in the output of its reply
 	quietOK  bool // no reply when stored (text noreply, meta q)
 	quietErr bool // no reply on failure (text noreply)
+	cmd      commandID
+	start    time.Time
 }
 
 // isSetLine reports whether a command line is a set that may join a run
@@ -48,16 +53,17 @@ func (ss *session) canDefer() bool {
 	return ss.flush != nil && (ss.pend.n > 0 || ss.r.buffered() > 0)
 }
 
-// deferSet adds the plain set req to the run.
-func (ss *session) deferSet(req *storeReq, quietOK, quietErr bool) {
+// deferSet adds the plain set req, of command cmd, to the run.
+func (ss *session) deferSet(cmd commandID, req *storeReq, quietOK, quietErr bool) {
 	p := &ss.pend
 	if p.n == len(p.batches) {
 		p.batches = append(p.batches, new(caskade.Batch))
 		p.sets = append(p.sets, pendingSet{})
 	}
 	p.batches[p.n].SetEntry(req.key, req.data, caskade.SetOptions{ExpiresAt: req.exp, Flags: req.flags})
-	p.sets[p.n] = pendingSet{at: len(ss.out), quietOK: quietOK, quietErr: quietErr}
+	p.sets[p.n] = pendingSet{at: len(ss.out), quietOK: quietOK, quietErr: quietErr, cmd: cmd, start: ss.now}
 	p.n++
+	ss.deferred = true
 	p.bytes += len(req.key) + len(req.data)
 	if p.n >= maxDeferredSets || p.bytes >= maxDeferredBytes {
 		ss.commitPending()
@@ -88,6 +94,7 @@ func (ss *session) commitPending() {
 		st := p.sets[i]
 		ss.out = append(ss.out, p.scratch[prev-first:st.at-first]...)
 		prev = st.at
+		ss.s.observe(st.cmd, st.start, err != nil)
 		if err != nil {
 			ss.s.log.Warn("memcache: store failed", "err", err)
 			if !st.quietErr {

@@ -54,13 +54,14 @@ var commandNames = [numCommands]string{
 // input, pending replies and per-command flags. It is used by one
 // goroutine at a time.
 type session struct {
-	s       *Server
-	r       *reader
-	out     []byte
-	udp     bool
-	authed  bool
-	noreply bool // the current command asked for no reply
-	failed  bool // the current command replied with an error
+	s        *Server
+	r        *reader
+	out      []byte
+	udp      bool
+	authed   bool
+	noreply  bool // the current command asked for no reply
+	failed   bool // the current command replied with an error
+	deferred bool // the current command joined the run of deferred sets (pend)
 	// marks are the ends of the replies in out, kept for UDP, where each
 	// reply (each command's, and each item of a multi-get) is sent as its
 	// own message, as memcached does.
@@ -231,7 +232,11 @@ func (ss *session) execute(line []byte) error {
 	}
 	ss.now = time.Now() // one clock read for the command and its metrics
 	cmd, err := ss.dispatch(line)
-	ss.s.observe(cmd, ss.now, ss.failed)
+	if ss.deferred {
+		ss.deferred = false // observed when its commit ends (commitPending)
+	} else {
+		ss.s.observe(cmd, ss.now, ss.failed)
+	}
 	return err
 }
 

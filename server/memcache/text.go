@@ -271,7 +271,7 @@ func (ss *session) storage(cmd commandID) error {
 	}
 	if cmd == cmdSet && ss.canDefer() {
 		// A pipeline: commit with the sets around it.
-		ss.deferSet(&req, ss.noreply, ss.noreply)
+		ss.deferSet(cmd, &req, ss.noreply, ss.noreply)
 		return nil
 	}
 	ss.commitPending()

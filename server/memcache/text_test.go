@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/metrics"
 	"github.com/caskade/caskade/vfs"
 	"github.com/caskade/caskade/vfs/errorfs"
 )
@@ -826,11 +828,24 @@ func TestPipelinedSetsFailTogether(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := startServerDB(t, db, false)
+	m := metrics.New(nil)
+	ts := startServerDB(t, db, false, func(s *Server) { s.Metrics = m })
 	c := ts.dial(t)
 	c.do("set before 0 0 1\r\nb\r\n", "STORED\r\n")
 	efs.Inject(errorfs.OpSync, syscall.EIO)
 	const stopped = "SERVER_ERROR writes stopped after an I/O error"
 	c.do("set a 0 0 1\r\nx\r\nset b 0 0 1 noreply\r\ny\r\nset c 0 0 zz\r\nset d 0 0 1\r\nz\r\nget a b d before\r\n",
 		lines(stopped, "CLIENT_ERROR bad command line format", stopped, "VALUE before 0 1", "b", "END"))
+	// Each deferred set is counted once, when its commit ends, and its
+	// failed commit as its error (the malformed set failed on its own).
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		`caskade_commands_total{command="set",protocol="memcache"} 5`,
+		`caskade_command_errors_total{command="set",protocol="memcache"} 4`,
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
 }
