@@ -13,8 +13,9 @@ import (
 // A reference packs the chunk number (16 bits), the offset in the chunk (24
 // bits) and the key length (8 bits) into its low 48 bits; a key of 255
 // bytes or more stores longKey in the length field and its length as 4
-// bytes before the key. The top 16 bits are free for the tree: a leaf keeps
-// a search hint there (see hint16). An arena holds up to 1 TiB of keys.
+// bytes before the key. A leaf stores a reference in two parts: the chunk
+// and offset beside a search hint, and the length byte with the entry (see
+// leafItems). An arena holds up to 1 TiB of keys.
 //
 // Bytes are written once and never changed, so clones of a tree share the
 // arena: each reads only references it holds, and the writer only appends.

@@ -129,20 +129,19 @@ func (it *Iter) Prev() bool {
 // caller must not modify it. It stays valid as long as the tree does.
 func (it *Iter) Key() []byte {
 	f := it.leaf()
-	return it.t.keyOf(f.n.items[f.i].kref)
+	return it.t.keyOf(f.n.items().ref(f.i))
 }
 
 // Entry returns the current entry.
 func (it *Iter) Entry() Entry {
 	f := it.leaf()
-	return it.t.entry(f.n.items[f.i])
+	return it.t.entry(f.n.items(), f.i)
 }
 
 // KeyEntry returns the current key, as Key does, and entry.
 func (it *Iter) KeyEntry() ([]byte, Entry) {
 	f := it.leaf()
-	item := f.n.items[f.i]
-	return it.t.keyOf(item.kref), it.t.entry(item)
+	return it.t.keyOf(f.n.items().ref(f.i)), it.t.entry(f.n.items(), f.i)
 }
 
 // Ahead fills dst with the entries of the items that follow the current
@@ -157,13 +156,13 @@ func (it *Iter) Ahead(dst []Entry, reverse bool) int {
 	c := 0
 	if reverse {
 		for i := f.i - 1; i >= 0 && c < len(dst); i-- {
-			dst[c] = it.t.entry(f.n.items[i])
+			dst[c] = it.t.entry(f.n.items(), i)
 			c++
 		}
 		return c
 	}
 	for i := f.i + 1; i < f.n.n && c < len(dst); i++ {
-		dst[c] = it.t.entry(f.n.items[i])
+		dst[c] = it.t.entry(f.n.items(), i)
 		c++
 	}
 	return c
@@ -220,12 +219,12 @@ func (l *Loader) Add(key []byte, e Entry) {
 		cur = l.t.newLeaf()
 		l.leaves = append(l.leaves, cur)
 	}
-	it := &cur.items[cur.n]
-	it.kref = l.al.put(key, e.Expiry != 0, e.Expiry)
-	l.t.pack(it, e)
+	ref := l.al.put(key, e.Expiry != 0, e.Expiry)
+	cur.items().setRef(cur.n, ref)
+	l.t.pack(&cur.items().vals[cur.n], e)
 	cur.n++
 	l.count++
-	l.last = l.t.keyOf(it.kref)
+	l.last = l.t.keyOf(ref)
 }
 
 // Finish builds the inner levels and returns the tree.
@@ -247,7 +246,7 @@ func FinishAll(ls []*Loader) *Tree {
 	}
 	firsts := make([]uint64, len(level)) // least key under each node
 	for i, n := range level {
-		firsts[i] = n.items[0].kref & refMask
+		firsts[i] = n.items().ref(0)
 	}
 	for len(level) > 1 {
 		groups := (len(level) + maxKids - 1) / maxKids

@@ -21,6 +21,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/caskade/caskade/internal/record"
 )
@@ -47,49 +48,135 @@ type Entry struct {
 func (e Entry) Expired(nowMs int64) bool { return e.Expiry != 0 && e.Expiry <= nowMs }
 
 const (
-	maxItems   = 64 // items per leaf
+	maxItems   = 62 // items per leaf: a leafNode fills a 1536-byte size class
 	maxKids    = 64 // children per inner node
 	flagExpiry = 1 << 30
 	vlenMask   = 1<<30 - 1
 )
 
-// An item packs a 24-bit search hint into the bits its fields leave free:
-// the top 16 of kref and the top 8 of loc.
-type item struct {
-	kref uint64 // hint >> 8 << refBits | arena reference of the key
-	loc  uint64 // hint & 0xff << 56 | file id << 32 | offset
+// A leaf keeps its items as two arrays, so that a search reads only the
+// first: keys, each a 24-bit search hint above the arena position of the
+// key (its reference without the length byte), and vals, the rest of each
+// entry, one 16-byte val per item, read once the search has found its
+// item. A search then touches a third of the cache lines it would if each
+// item were one 24-byte struct, and ordering an item by its hint is one
+// comparison of its keys word.
+type leafItems struct {
+	keys [maxItems]uint64
+	vals [maxItems]val
+}
+
+type val struct {
+	loc  uint64 // key length byte << 56 | file id << 32 | offset
 	ver  uint32 // version - base version of the file
 	meta uint32 // value length | flagExpiry
 }
 
-const locMask = 1<<56 - 1
+const (
+	posBits = refBits - lenBits // bits of an arena position
+	posMask = 1<<posBits - 1
+	locMask = 1<<56 - 1
+)
 
-func (it *item) hint() uint64 { return it.kref>>refBits<<8 | it.loc>>56 }
-
-func (it *item) setHint(h uint64) {
-	it.kref = it.kref&refMask | h>>8<<refBits
-	it.loc = it.loc&locMask | (h&0xff)<<56
+// item is a leaf item to put in place: the key's arena reference, its hint
+// and its entry's fields.
+type item struct {
+	ref  uint64
+	hint uint64
+	v    val
 }
 
-// A node is a leaf (items) or an inner node (keys, kids). Searching a node
-// reads few keys from the arena, where each read is likely a cache miss:
+// ref returns the arena reference of the key of item i.
+func (l *leafItems) ref(i int) uint64 {
+	return (l.keys[i]&posMask)<<lenBits | l.vals[i].loc>>56
+}
+
+func (l *leafItems) hint(i int) uint64 { return l.keys[i] >> posBits }
+
+func (l *leafItems) setHint(i int, h uint64) { l.keys[i] = l.keys[i]&posMask | h<<posBits }
+
+// setRef makes ref the key of item i, keeping its hint.
+func (l *leafItems) setRef(i int, ref uint64) {
+	l.keys[i] = l.keys[i]&^posMask | (ref&refMask)>>lenBits
+	l.vals[i].loc = l.vals[i].loc&locMask | (ref&longKey)<<56
+}
+
+func (l *leafItems) put(i int, it item) {
+	l.keys[i] = it.hint<<posBits | (it.ref&refMask)>>lenBits
+	l.vals[i] = it.v
+	l.vals[i].loc = it.v.loc&locMask | (it.ref&longKey)<<56
+}
+
+// move copies count items from src at si to l at di (the ranges may
+// overlap, as with copy).
+func (l *leafItems) move(di int, src *leafItems, si, count int) {
+	copy(l.keys[di:di+count], src.keys[si:si+count])
+	copy(l.vals[di:di+count], src.vals[si:si+count])
+}
+
+// vacant is the keys word of a slot past a leaf's last item: greater than
+// that of any item, so that a search may look at every slot (lowerBound).
+const vacant = ^uint64(0)
+
+// vacate marks the slots from i on as vacant.
+func (l *leafItems) vacate(i int) {
+	for j := i; j < maxItems; j++ {
+		l.keys[j] = vacant
+	}
+}
+
+// lowerBound returns the first slot whose keys word is >= k, or maxItems.
+// It searches every slot, not the leaf's n: the first probe's address is
+// then known before the node is read.
+func (l *leafItems) lowerBound(k uint64) int {
+	lo, size := 0, maxItems
+	for size > 0 {
+		half := size >> 1
+		if l.keys[lo+half] < k {
+			lo += half + 1
+			size -= half + 1
+		} else {
+			size = half
+		}
+	}
+	return lo
+}
+
+// A node is a leaf (a leafNode: items) or an inner node (keys, kids).
+// Searching a node reads few keys from the arena, where each read is likely a cache miss:
 // every key in a node starts with the node's prefix, and a hint of the
 // bytes after it, kept in the node itself, orders most keys without looking
 // at them. A leaf keeps the prefix length and a 24-bit hint per item (see
-// item); an inner node keeps the prefix (an alias of arena bytes) and a
+// leafItems); an inner node keeps the prefix (an alias of arena bytes) and a
 // 64-bit hint per separator.
 type node struct {
-	gen   uint64               // generation of the tree that may change this node in place
-	n     int                  // items (leaf) or children (inner)
-	plen  int32                // leaf only: length of the prefix of every key
-	pfx   []byte               // inner only: a prefix of every separator
-	items *[maxItems]item      // leaf only
-	keys  *[maxKids - 1]uint64 // inner only: keys[i] (an arena reference) is the least key under kids[i+1]
-	hints *[maxKids - 1]uint64 // inner only: hint64 of keys[i] after pfx
-	kids  *[maxKids]*node      // inner only
+	gen    uint64 // generation of the tree that may change this node in place
+	n      int    // items (leaf) or children (inner)
+	plen   int32  // leaf only: length of the prefix of every key
+	*inner        // nil in a leaf
 }
 
-func (n *node) leaf() bool { return n.kids == nil }
+type inner struct {
+	pfx   []byte              // a prefix of every separator
+	keys  [maxKids - 1]uint64 // keys[i] (an arena reference) is the least key under kids[i+1]
+	hints [maxKids - 1]uint64 // hint64 of keys[i] after pfx
+	kids  [maxKids]*node
+}
+
+// A leafNode is a leaf: its node and its items in one allocation, so that
+// a search can read the items' middle without waiting for the node, whose
+// address gives theirs. With the 8-byte header that Go puts before a large
+// object holding pointers, maxItems items fill a 1536-byte size class.
+type leafNode struct {
+	node
+	items leafItems
+}
+
+func (n *node) leaf() bool { return n.inner == nil }
+
+// items returns the items of the leaf n, which newLeaf allocated as a
+// leafNode.
+func (n *node) items() *leafItems { return &(*leafNode)(unsafe.Pointer(n)).items }
 
 var generations atomic.Uint64
 
@@ -167,32 +254,34 @@ func (t *Tree) Clone() *Tree {
 	return &c
 }
 
-func (t *Tree) entry(it item) Entry {
-	fid := uint32((it.loc & locMask) >> 32)
+// entry returns the entry of item i of leaf l.
+func (t *Tree) entry(l *leafItems, i int) Entry {
+	v := &l.vals[i]
+	fid := uint32((v.loc & locMask) >> 32)
 	e := Entry{
 		FileID:  fid,
-		ValLen:  it.meta & vlenMask,
-		Offset:  int64(it.loc & MaxOffset),
-		Version: t.bases.get(fid) + uint64(it.ver),
+		ValLen:  v.meta & vlenMask,
+		Offset:  int64(v.loc & MaxOffset),
+		Version: t.bases.get(fid) + uint64(v.ver),
 	}
-	if it.meta&flagExpiry != 0 {
-		e.Expiry = t.ar.expiry(it.kref)
+	if v.meta&flagExpiry != 0 {
+		e.Expiry = t.ar.expiry(l.ref(i))
 	}
 	return e
 }
 
-// pack fills the non-key fields of it from e.
-func (t *Tree) pack(it *item, e Entry) {
+// pack fills the fields of v from e, keeping the key length byte.
+func (t *Tree) pack(v *val, e Entry) {
 	base := t.bases.get(e.FileID)
 	if e.FileID > MaxFileID || e.Offset < 0 || e.Offset > MaxOffset || e.ValLen > MaxValLen ||
 		e.Version < base || e.Version-base > MaxVersionDelta {
 		panic(fmt.Sprintf("keydir: entry %+v out of range (file base %d)", e, base))
 	}
-	it.loc = it.loc&^locMask | uint64(e.FileID)<<32 | uint64(e.Offset)
-	it.ver = uint32(e.Version - base)
-	it.meta = e.ValLen
+	v.loc = v.loc&^locMask | uint64(e.FileID)<<32 | uint64(e.Offset)
+	v.ver = uint32(e.Version - base)
+	v.meta = e.ValLen
 	if e.Expiry != 0 {
-		it.meta |= flagExpiry
+		v.meta |= flagExpiry
 	}
 }
 
@@ -233,8 +322,8 @@ func (t *Tree) refitLeaf(n *node) {
 	if n.n == 0 {
 		return
 	}
-	first := t.keyOf(n.items[0].kref)
-	n.plen = int32(record.CommonPrefix(first, t.keyOf(n.items[n.n-1].kref)))
+	first := t.keyOf(n.items().ref(0))
+	n.plen = int32(record.CommonPrefix(first, t.keyOf(n.items().ref(n.n-1))))
 	t.rehint(n)
 }
 
@@ -242,15 +331,14 @@ func (t *Tree) rehint(n *node) { t.rehintRange(n, 0, n.n) }
 
 func (t *Tree) rehintRange(n *node, lo, hi int) {
 	for i := lo; i < hi; i++ {
-		it := &n.items[i]
-		it.setHint(hint24(t.keyOf(it.kref)[n.plen:]))
+		n.items().setHint(i, hint24(t.keyOf(n.items().ref(i))[n.plen:]))
 	}
 }
 
 // lcpLeaf returns the length of the longest prefix common to the keys of
 // the leaf n: that of its first and last keys.
 func (t *Tree) lcpLeaf(n *node) int32 {
-	return int32(record.CommonPrefix(t.keyOf(n.items[0].kref), t.keyOf(n.items[n.n-1].kref)))
+	return int32(record.CommonPrefix(t.keyOf(n.items().ref(0)), t.keyOf(n.items().ref(n.n-1))))
 }
 
 // narrowLeaf refits the mutable leaf n if its keys share a longer prefix
@@ -280,7 +368,7 @@ func (t *Tree) joinLeaf(n *node, lo, hi int, from int32) {
 // prefix and recomputes the other items' hints.
 func (t *Tree) hintFor(n *node, key []byte) uint64 {
 	if n.n > 0 {
-		first := t.keyOf(n.items[0].kref)
+		first := t.keyOf(n.items().ref(0))
 		if l := int32(record.CommonPrefix(first[:n.plen], key)); l < n.plen {
 			n.plen = l
 			t.rehint(n)
@@ -318,8 +406,9 @@ func (t *Tree) setSep(n *node, i int, ref uint64) {
 }
 
 // searchLeaf returns the index of the first item >= key and whether it is
-// equal. It searches by hints as if key started with the leaf's prefix;
-// unless it meets key itself, it then checks that on the key it stops at.
+// equal. It searches by hints as if key started with the leaf's prefix,
+// then compares key with the keys of its hint, if any (usually one); it
+// then checks that on the key it stops at.
 func (t *Tree) searchLeaf(n *node, key []byte) (int, bool) {
 	if n.n == 0 {
 		return 0, false
@@ -330,38 +419,38 @@ func (t *Tree) searchLeaf(n *node, key []byte) (int, bool) {
 		rest = key[p:]
 	}
 	h := hint24(rest)
-	lo, hi := 0, n.n
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		it := &n.items[m]
-		var less bool
-		if ih := it.hint(); ih != h {
-			less = ih < h
-		} else {
-			c := bytes.Compare(t.keyOf(it.kref), key)
+	items := n.items()
+	lo := items.lowerBound(h << posBits) // at most n.n: vacant slots are greater
+	if lo < n.n && items.hint(lo) == h {
+		hi := lo + 1
+		for hi < n.n && items.hint(hi) == h {
+			hi++
+		}
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			c := bytes.Compare(t.keyOf(items.ref(m)), key)
 			if c == 0 {
 				return m, true // the usual end of a hit: one key read
 			}
-			less = c < 0
-		}
-		if less {
-			lo = m + 1
-		} else {
-			hi = m
+			if c < 0 {
+				lo = m + 1
+			} else {
+				hi = m
+			}
 		}
 	}
 	near := lo
 	if near == n.n {
 		near--
 	}
-	k := t.keyOf(n.items[near].kref)
+	k := t.keyOf(items.ref(near))
 	switch outside(k[:p], key) {
 	case -1:
 		return 0, false
 	case 1:
 		return n.n, false
 	}
-	return lo, lo == near && n.items[lo].hint() == h && bytes.Equal(k[p:], rest)
+	return lo, lo == near && items.hint(lo) == h && bytes.Equal(k[p:], rest)
 }
 
 // searchInner returns the index of the child that may hold key.
@@ -417,7 +506,7 @@ func (t *Tree) Find(key []byte) (Entry, Pos, bool) {
 	if !ok {
 		return Entry{}, Pos{}, false
 	}
-	return t.entry(n.items[i]), Pos{n, i, t.shape}, true
+	return t.entry(n.items(), i), Pos{n, i, t.shape}, true
 }
 
 // SetAt replaces the entry of key, which Find found at p, and returns the
@@ -428,28 +517,27 @@ func (t *Tree) SetAt(p Pos, key []byte, e Entry) (old Entry, ok bool) {
 	if p.leaf == nil || p.shape != t.shape || p.leaf.gen != t.gen || p.i >= p.leaf.n {
 		return Entry{}, false // moved, or shared with a clone (path copying needs Set)
 	}
-	it := &p.leaf.items[p.i]
-	if !bytes.Equal(t.keyOf(it.kref), key) {
+	if !bytes.Equal(t.keyOf(p.leaf.items().ref(p.i)), key) {
 		return Entry{}, false
 	}
 	if t.tracked != nil {
 		t.tracked[string(key)] = struct{}{}
 	}
-	return t.replace(it, key, e), true
+	return t.replace(p.leaf.items(), p.i, key, e), true
 }
 
-// replace sets the entry of key's item it in a mutable leaf and returns the
-// entry it had.
-func (t *Tree) replace(it *item, key []byte, e Entry) Entry {
-	old := t.entry(*it)
+// replace sets the entry of key, item i of the mutable leaf l, and returns
+// the entry it had.
+func (t *Tree) replace(l *leafItems, i int, key []byte, e Entry) Entry {
+	old := t.entry(l, i)
 	if e.Expiry != 0 {
 		// The old expiry may be read by clones: write a new key copy.
-		t.ar.dead += refSize(it.kref, len(key), old.Expiry != 0)
-		it.kref = it.kref&^refMask | t.al.put(key, true, e.Expiry) // keeps the hint
+		t.ar.dead += refSize(l.ref(i), len(key), old.Expiry != 0)
+		l.setRef(i, t.al.put(key, true, e.Expiry))
 	}
 	// Without an expiry, the old reference (with or without an expiry
 	// slot) still names the key.
-	t.pack(it, e)
+	t.pack(&l.vals[i], e)
 	return old
 }
 
@@ -466,7 +554,7 @@ func (t *Tree) Get(key []byte) (Entry, bool) {
 	if !ok {
 		return Entry{}, false
 	}
-	return t.entry(n.items[i]), true
+	return t.entry(n.items(), i), true
 }
 
 // Probe is Get for a caller that reads the key's record anyway and can
@@ -488,40 +576,37 @@ func (t *Tree) Probe(key []byte) (e Entry, ok, verify bool) {
 		rest = key[p:]
 	}
 	h := hint24(rest)
-	lo, hi := 0, n.n
-	for lo < hi { // the first item whose hint is >= h: hints never decrease
-		m := int(uint(lo+hi) >> 1)
-		if n.items[m].hint() < h {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo == n.n || n.items[lo].hint() != h {
+	items := n.items()
+	// The first item whose hint is >= h: hints never decrease, and vacant
+	// slots come last.
+	lo := items.lowerBound(h << posBits)
+	if lo >= n.n || items.hint(lo) != h {
 		return Entry{}, false, false // key has no item's hint: it is absent
 	}
-	kl := int(n.items[lo].kref & longKey)
-	if (lo+1 < n.n && n.items[lo+1].hint() == h) || kl == longKey {
+	kl := int(items.vals[lo].loc >> 56)
+	if (lo+1 < n.n && items.hint(lo+1) == h) || kl == longKey {
 		// Several keys share the hint, or the key's length is in the
 		// arena: compare keys.
 		i, ok := t.searchLeaf(n, key)
 		if !ok {
 			return Entry{}, false, false
 		}
-		return t.entry(n.items[i]), true, false
+		return t.entry(items, i), true, false
 	}
 	if kl != len(key) {
 		return Entry{}, false, false
 	}
-	return t.entry(n.items[lo]), true, true
+	return t.entry(items, lo), true, true
 }
 
 func (t *Tree) newLeaf() *node {
-	return &node{gen: t.gen, items: new([maxItems]item)}
+	l := &leafNode{node: node{gen: t.gen}}
+	l.items.vacate(0)
+	return &l.node
 }
 
 func (t *Tree) newInner() *node {
-	return &node{gen: t.gen, keys: new([maxKids - 1]uint64), hints: new([maxKids - 1]uint64), kids: new([maxKids]*node)}
+	return &node{gen: t.gen, inner: new(inner)}
 }
 
 // mut returns n, or a copy of it that this tree may change.
@@ -529,16 +614,17 @@ func (t *Tree) mut(n *node) *node {
 	if n.gen == t.gen {
 		return n
 	}
-	c := &node{gen: t.gen, n: n.n, plen: n.plen, pfx: n.pfx}
 	if n.leaf() {
-		c.items = new([maxItems]item)
-		copy(c.items[:], n.items[:n.n])
-	} else {
-		c.keys, c.hints, c.kids = new([maxKids - 1]uint64), new([maxKids - 1]uint64), new([maxKids]*node)
-		copy(c.keys[:], n.keys[:n.n-1])
-		copy(c.hints[:], n.hints[:n.n-1])
-		copy(c.kids[:], n.kids[:n.n])
+		c := t.newLeaf()
+		c.n, c.plen = n.n, n.plen
+		c.items().move(0, n.items(), 0, n.n)
+		return c
 	}
+	c := &node{gen: t.gen, n: n.n, inner: new(inner)}
+	c.pfx = n.pfx
+	copy(c.keys[:], n.keys[:n.n-1])
+	copy(c.hints[:], n.hints[:n.n-1])
+	copy(c.kids[:], n.kids[:n.n])
 	return c
 }
 
@@ -574,15 +660,14 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 	if n.leaf() {
 		i, found := t.searchLeaf(n, key)
 		if found {
-			return t.replace(&n.items[i], key, e), true, nil, 0
+			return t.replace(n.items(), i, key, e), true, nil, 0
 		}
-		var it item
-		it.kref = t.al.put(key, e.Expiry != 0, e.Expiry)
-		t.pack(&it, e)
-		it.setHint(t.hintFor(n, key))
+		it := item{ref: t.al.put(key, e.Expiry != 0, e.Expiry)}
+		t.pack(&it.v, e)
+		it.hint = t.hintFor(n, key)
 		if n.n < maxItems {
-			copy(n.items[i+1:n.n+1], n.items[i:n.n])
-			n.items[i] = it
+			n.items().move(i+1, n.items(), i, n.n-i)
+			n.items().put(i, it)
 			n.n++
 			return old, false, nil, 0
 		}
@@ -594,23 +679,25 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 			mid = maxItems
 		}
 		right = t.newLeaf()
-		right.n = copy(right.items[:], n.items[mid:n.n])
+		right.items().move(0, n.items(), mid, n.n-mid)
+		right.n = n.n - mid
 		n.n = mid
+		n.items().vacate(mid)
 		if i <= mid && mid < maxItems {
-			copy(n.items[i+1:n.n+1], n.items[i:n.n])
-			n.items[i] = it
+			n.items().move(i+1, n.items(), i, n.n-i)
+			n.items().put(i, it)
 			n.n++
 		} else {
 			j := i - mid
-			copy(right.items[j+1:right.n+1], right.items[j:right.n])
-			right.items[j] = it
+			right.items().move(j+1, right.items(), j, right.n-j)
+			right.items().put(j, it)
 			right.n++
 		}
 		// Each half keeps a valid prefix, and may have a longer one.
 		right.plen = n.plen
 		t.narrowLeaf(n)
 		t.narrowLeaf(right)
-		return old, false, right, right.items[0].kref & refMask
+		return old, false, right, right.items().ref(0)
 	}
 	ci := t.searchInner(n, key)
 	if c := n.kids[ci]; c.leaf() && c.n == maxItems {
@@ -621,7 +708,7 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 		if found {
 			c = t.mut(c)
 			n.kids[ci] = c
-			return t.replace(&c.items[i], key, e), true, nil, 0
+			return t.replace(c.items(), i, key, e), true, nil, 0
 		}
 		if t.shiftToSibling(n, ci) {
 			ci = t.searchInner(n, key)
@@ -677,24 +764,26 @@ func (t *Tree) shiftToSibling(n *node, ci int) bool {
 		n.kids[ci-1], n.kids[ci] = left, child
 		t.shape++ // items move to another leaf
 		k := (maxItems - left.n + 1) / 2
-		copy(left.items[left.n:], child.items[:k])
+		left.items().move(left.n, child.items(), 0, k)
 		left.n += k
-		copy(child.items[:], child.items[k:child.n])
+		child.items().move(0, child.items(), k, child.n-k)
 		child.n -= k
+		child.items().vacate(child.n)
 		t.joinLeaf(left, left.n-k, left.n, child.plen)
-		t.setSep(n, ci-1, child.items[0].kref)
+		t.setSep(n, ci-1, child.items().ref(0))
 		return true
 	case ci+1 < n.n && n.kids[ci+1].n <= maxItems-room:
 		right, child := t.mut(n.kids[ci+1]), t.mut(n.kids[ci])
 		n.kids[ci+1], n.kids[ci] = right, child
 		t.shape++
 		k := (maxItems - right.n + 1) / 2
-		copy(right.items[k:], right.items[:right.n])
-		copy(right.items[:], child.items[child.n-k:child.n])
+		right.items().move(k, right.items(), 0, right.n)
+		right.items().move(0, child.items(), child.n-k, k)
 		right.n += k
 		child.n -= k
+		child.items().vacate(child.n)
 		t.joinLeaf(right, 0, k, child.plen)
-		t.setSep(n, ci, right.items[0].kref)
+		t.setSep(n, ci, right.items().ref(0))
 		return true
 	}
 	return false
@@ -729,10 +818,11 @@ func (t *Tree) Delete(key []byte) (Entry, bool) {
 func (t *Tree) remove(n *node, key []byte) Entry {
 	if n.leaf() {
 		i, _ := t.searchLeaf(n, key)
-		old := t.entry(n.items[i])
-		t.ar.dead += refSize(n.items[i].kref, len(key), old.Expiry != 0)
-		copy(n.items[i:n.n-1], n.items[i+1:n.n])
+		old := t.entry(n.items(), i)
+		t.ar.dead += refSize(n.items().ref(i), len(key), old.Expiry != 0)
+		n.items().move(i, n.items(), i+1, n.n-1-i)
 		n.n--
+		n.items().keys[n.n] = vacant
 		return old
 	}
 	ci := t.searchInner(n, key)
@@ -764,7 +854,7 @@ func (t *Tree) remove(n *node, key []byte) Entry {
 // separator between them in their parent.
 func (t *Tree) merge(left, right *node, sep uint64) {
 	if left.leaf() {
-		copy(left.items[left.n:], right.items[:right.n])
+		left.items().move(left.n, right.items(), 0, right.n)
 		left.n += right.n
 		t.joinLeaf(left, left.n-right.n, left.n, right.plen)
 		return

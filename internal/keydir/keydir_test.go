@@ -374,12 +374,17 @@ func BenchmarkSetRandom(b *testing.B) {
 // node's prefix and has the right hint.
 func (t *Tree) checkNode(n *node) error {
 	if n.leaf() {
+		for i := n.n; i < maxItems; i++ {
+			if n.items().keys[i] != vacant {
+				return fmt.Errorf("leaf of %d items: slot %d is not vacant", n.n, i)
+			}
+		}
 		for i := range n.n {
-			k := t.keyOf(n.items[i].kref)
-			if first := t.keyOf(n.items[0].kref); len(k) < int(n.plen) || !bytes.Equal(k[:n.plen], first[:n.plen]) {
+			k := t.keyOf(n.items().ref(i))
+			if first := t.keyOf(n.items().ref(0)); len(k) < int(n.plen) || !bytes.Equal(k[:n.plen], first[:n.plen]) {
 				return fmt.Errorf("leaf key %q does not share the prefix of %q (%d bytes)", k, first, n.plen)
 			}
-			if h := n.items[i].hint(); h != hint24(k[n.plen:]) {
+			if h := n.items().hint(i); h != hint24(k[n.plen:]) {
 				return fmt.Errorf("leaf key %q (prefix length %d) has hint %x", k, n.plen, h)
 			}
 		}
