@@ -125,3 +125,37 @@ func TestAddIntConcurrent(t *testing.T) {
 	mustGet(t, db, "c", strconv.Itoa(workers*each))
 	mustGet(t, db, "w3", strconv.Itoa(each*(each-1)/2))
 }
+
+// An increment of an absent key whose length and search hint are those of
+// another key in its leaf reads that key's record as the candidate the
+// key directory names (it does not read keys back from memory), finds
+// another key there, and counts from zero without touching it.
+func TestAddIntBesideACandidate(t *testing.T) {
+	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone, MergeInterval: -1, ExpiryPeriod: -1})
+	for k, v := range map[string]string{"k:aaaX1": "5", "k:bbbX2": "7"} {
+		if err := db.Set([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.mu.RLock()
+	_, _, ok, verify := db.tree.FindProbe([]byte("k:aaaZ1"))
+	db.mu.RUnlock()
+	if !ok || !verify {
+		t.Fatalf("FindProbe of the absent key: ok %v, verify %v; want a candidate to verify", ok, verify)
+	}
+	for want := int64(1); want <= 2; want++ {
+		var b Batch
+		i := b.AddInt([]byte("k:aaaZ1"), 1)
+		if err := db.Write(&b); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Int(i); got != want {
+			t.Fatalf("increment %d: %d", want, got)
+		}
+	}
+	for k, want := range map[string]string{"k:aaaX1": "5", "k:bbbX2": "7", "k:aaaZ1": "2"} {
+		if v, err := db.Get([]byte(k)); err != nil || string(v) != want {
+			t.Fatalf("%s = %q, %v; want %q", k, v, err, want)
+		}
+	}
+}

@@ -335,13 +335,35 @@ func (db *DB) runGroup(group []*commitReq) {
 		return e, ok
 	}
 	// current reads key's value, flags and expiry as the group sees it; a
-	// key without a value (or expired) has none of them.
+	// key without a value (or expired) has none of them. It finds the key
+	// as Probe does: the record it reads confirms the key, so the key
+	// directory's copy of it (a likely cache miss) is not read.
 	current := func(key []byte) (val []byte, flags uint32, exp int64, live bool, err error) {
-		e, live := lookup(key)
-		if !live {
+		found = keydir.Pos{}
+		var e keydir.Entry
+		verify := false
+		if i, ok := overlay[string(key)]; ok { // (a nil overlay has no keys)
+			a := applies[i]
+			if a.del {
+				return nil, 0, 0, false, nil
+			}
+			e = keydir.Entry{ValLen: a.valLen, Version: a.version, Expiry: a.expiry, Offset: -1 - int64(i)}
+		} else {
+			var p keydir.Pos
+			if e, p, live, verify = db.tree.FindProbe(key); !live || e.Expired(now) {
+				return nil, 0, 0, false, nil
+			}
+			found = p
+		}
+		if e.Offset < 0 {
+			val, flags, err = db.valueFor(key, e, applies, buf)
+		} else {
+			val, flags, err = db.readProbed(db.fset, key, e, verify) // the caller holds mu
+		}
+		if verify && errors.Is(err, ErrNotFound) {
+			found = keydir.Pos{} // another key's record: key is absent
 			return nil, 0, 0, false, nil
 		}
-		val, flags, err = db.valueFor(key, e, applies, buf)
 		return val, flags, e.Expiry, err == nil, err
 	}
 	var readErr error

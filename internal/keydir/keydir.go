@@ -491,6 +491,7 @@ type Pos struct {
 	leaf  *node
 	i     int
 	shape uint64
+	word  uint64 // the item's keys word: its hint and its key's arena position, unique to it
 }
 
 // Find returns the entry for key and, if key is present, its Pos.
@@ -506,18 +507,24 @@ func (t *Tree) Find(key []byte) (Entry, Pos, bool) {
 	if !ok {
 		return Entry{}, Pos{}, false
 	}
-	return t.entry(n.items(), i), Pos{n, i, t.shape}, true
+	return t.entry(n.items(), i), Pos{n, i, t.shape, n.items().keys[i]}, true
 }
 
 // SetAt replaces the entry of key, which Find found at p, and returns the
 // entry it had, as Set does. It changes nothing and reports false if the
-// tree changed shape since Find, or p is not key's; call Set then.
+// tree changed shape since Find, or key's item is no longer at p (or no
+// longer the same item: replaced with a new copy of its key, or given a
+// new hint); call Set then. p must come from Find of this very key: SetAt
+// recognises the item without reading its key.
 func (t *Tree) SetAt(p Pos, key []byte, e Entry) (old Entry, ok bool) {
 	t.mutable()
 	if p.leaf == nil || p.shape != t.shape || p.leaf.gen != t.gen || p.i >= p.leaf.n {
 		return Entry{}, false // moved, or shared with a clone (path copying needs Set)
 	}
-	if !bytes.Equal(t.keyOf(p.leaf.items().ref(p.i)), key) {
+	if p.leaf.items().keys[p.i] != p.word {
+		// Another item. The keys word names the item without reading its
+		// key: no two items share an arena position, and a changed hint
+		// or a new key copy (replace) only makes SetAt decline.
 		return Entry{}, false
 	}
 	if t.tracked != nil {
@@ -564,9 +571,30 @@ func (t *Tree) Get(key []byte) (Entry, bool) {
 // the caller must check that the record's key is key; if it is not, key
 // is absent.
 func (t *Tree) Probe(key []byte) (e Entry, ok, verify bool) {
-	n := t.root
-	if n == nil {
+	n, i, ok, verify := t.probe(key)
+	if !ok {
 		return Entry{}, false, false
+	}
+	return t.entry(n.items(), i), true, verify
+}
+
+// FindProbe is Find as Probe is Get: with verify, the caller must check
+// that the record's key is key before it uses the entry or p; if it is
+// not, key is absent.
+func (t *Tree) FindProbe(key []byte) (e Entry, p Pos, ok, verify bool) {
+	n, i, ok, verify := t.probe(key)
+	if !ok {
+		return Entry{}, Pos{}, false, false
+	}
+	items := n.items()
+	return t.entry(items, i), Pos{n, i, t.shape, items.keys[i]}, true, verify
+}
+
+// probe finds the item of key for Probe and FindProbe: leaf n, index i.
+func (t *Tree) probe(key []byte) (n *node, i int, ok, verify bool) {
+	n = t.root
+	if n == nil {
+		return nil, 0, false, false
 	}
 	for !n.leaf() {
 		n = n.kids[t.searchInner(n, key)]
@@ -581,22 +609,19 @@ func (t *Tree) Probe(key []byte) (e Entry, ok, verify bool) {
 	// slots come last.
 	lo := items.lowerBound(h << posBits)
 	if lo >= n.n || items.hint(lo) != h {
-		return Entry{}, false, false // key has no item's hint: it is absent
+		return nil, 0, false, false // key has no item's hint: it is absent
 	}
 	kl := int(items.vals[lo].loc >> 56)
 	if (lo+1 < n.n && items.hint(lo+1) == h) || kl == longKey {
 		// Several keys share the hint, or the key's length is in the
 		// arena: compare keys.
 		i, ok := t.searchLeaf(n, key)
-		if !ok {
-			return Entry{}, false, false
-		}
-		return t.entry(items, i), true, false
+		return n, i, ok, false
 	}
 	if kl != len(key) {
-		return Entry{}, false, false
+		return nil, 0, false, false
 	}
-	return t.entry(items, lo), true, true
+	return n, lo, true, true
 }
 
 func (t *Tree) newLeaf() *node {

@@ -132,17 +132,14 @@ func TestModel(t *testing.T) {
 				break
 			}
 			h := found[r.IntN(len(found))]
-			k := h.key
-			if r.IntN(10) == 0 {
-				k = key() // most likely another key's, which SetAt must refuse
-			}
+			k := h.key // SetAt takes the key that Find found at the Pos
 			_, now, present := tr.Find(k)
 			e := entryFor(r, step)
 			old, ok := tr.SetAt(h.pos, k, e)
 			// A leaf shared with a clone needs its path copied: Set.
 			want := h.pos.shape == tr.shape && h.clones == len(clones) && h.pos.leaf.gen == tr.gen &&
-				bytes.Equal(k, h.key) && present && now.leaf == h.pos.leaf && now.i == h.pos.i
-			if h.pos.shape == tr.shape && h.clones == len(clones) && bytes.Equal(k, h.key) && !present {
+				present && now.leaf == h.pos.leaf && now.i == h.pos.i && now.word == h.pos.word
+			if h.pos.shape == tr.shape && h.clones == len(clones) && !present {
 				t.Fatalf("step %d: %q is gone but the tree kept its shape", step, k)
 			}
 			if ok != want || (ok && old != m[string(k)]) {
@@ -171,6 +168,16 @@ func TestModel(t *testing.T) {
 				t.Fatalf("step %d: Probe %q = %v %+v", step, k, pok, pe)
 			} else if !had && pok && !verify {
 				t.Fatalf("step %d: Probe of absent %q found %+v unverified", step, k, pe)
+			}
+			// FindProbe is Probe with the Pos that Find gives.
+			if fe, fpos, fok, fverify := tr.FindProbe(k); had && (!fok || fe != want) {
+				t.Fatalf("step %d: FindProbe %q = %v %+v", step, k, fok, fe)
+			} else if !had && fok && !fverify {
+				t.Fatalf("step %d: FindProbe of absent %q found %+v unverified", step, k, fe)
+			} else if had {
+				if _, pos, _ := tr.Find(k); pos != fpos {
+					t.Fatalf("step %d: FindProbe %q at %+v, Find at %+v", step, k, fpos, pos)
+				}
 			}
 			keys := slices.Sorted(maps.Keys(m))
 			i, _ := slices.BinarySearch(keys, string(k))
