@@ -316,16 +316,20 @@ func (db *DB) runGroup(group []*commitReq) {
 
 	db.mu.RLock()
 	var found keydir.Pos // where the last lookup found its key in the tree
+	// inGroup returns key's entry as an earlier change of this group left
+	// it (Offset: -1 - its index in applies), if one did.
+	inGroup := func(key []byte) (e keydir.Entry, live, changed bool) {
+		i, changed := overlay[string(key)] // (a nil overlay has no keys)
+		if !changed || applies[i].del {
+			return keydir.Entry{}, false, changed
+		}
+		a := applies[i]
+		return keydir.Entry{ValLen: a.valLen, Version: a.version, Expiry: a.expiry, Offset: -1 - int64(i)}, true, true
+	}
 	lookup := func(key []byte) (keydir.Entry, bool) {
 		found = keydir.Pos{}
-		if overlay != nil {
-			if i, ok := overlay[string(key)]; ok {
-				a := applies[i]
-				if a.del {
-					return keydir.Entry{}, false
-				}
-				return keydir.Entry{ValLen: a.valLen, Version: a.version, Expiry: a.expiry, Offset: -1 - int64(i)}, true
-			}
+		if e, live, changed := inGroup(key); changed {
+			return e, live
 		}
 		e, p, ok := db.tree.Find(key)
 		if ok && e.Expired(now) {
@@ -340,20 +344,18 @@ func (db *DB) runGroup(group []*commitReq) {
 	// directory's copy of it (a likely cache miss) is not read.
 	current := func(key []byte) (val []byte, flags uint32, exp int64, live bool, err error) {
 		found = keydir.Pos{}
-		var e keydir.Entry
+		e, live, changed := inGroup(key)
 		verify := false
-		if i, ok := overlay[string(key)]; ok { // (a nil overlay has no keys)
-			a := applies[i]
-			if a.del {
-				return nil, 0, 0, false, nil
-			}
-			e = keydir.Entry{ValLen: a.valLen, Version: a.version, Expiry: a.expiry, Offset: -1 - int64(i)}
-		} else {
+		if !changed {
 			var p keydir.Pos
-			if e, p, live, verify = db.tree.FindProbe(key); !live || e.Expired(now) {
-				return nil, 0, 0, false, nil
+			if e, p, live, verify = db.tree.FindProbe(key); live && !e.Expired(now) {
+				found = p
+			} else {
+				live = false
 			}
-			found = p
+		}
+		if !live {
+			return nil, 0, 0, false, nil
 		}
 		if e.Offset < 0 {
 			val, flags, err = db.valueFor(key, e, applies, buf)
