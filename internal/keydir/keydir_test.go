@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed for randomized tests (0: random)")
@@ -526,5 +527,19 @@ func TestIterAhead(t *testing.T) {
 		if total != n {
 			t.Fatalf("reverse=%v: walked %d keys", reverse, total)
 		}
+	}
+}
+
+// A leaf, with the 8-byte header Go puts before a large object that holds
+// pointers, fits the 1536-byte size class; one more item, or a larger
+// node, would take the 1792-byte class: about 6 more bytes per key.
+func TestLeafFitsItsSizeClass(t *testing.T) {
+	const header, class = 8, 1536
+	if size := unsafe.Sizeof(leafNode{}); size+header > class {
+		t.Fatalf("a leafNode is %d bytes; with its header it exceeds the %d-byte size class", size, class)
+	}
+	const itemSize = unsafe.Sizeof(uint64(0)) + unsafe.Sizeof(val{}) // a keys word and a val
+	if size := unsafe.Sizeof(leafNode{}); size+itemSize+header <= class {
+		t.Fatalf("a leafNode is %d bytes: another item would fit (raise maxItems)", size)
 	}
 }
