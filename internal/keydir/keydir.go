@@ -1,10 +1,11 @@
 // Package keydir is caskade's in-memory key directory: an ordered map from
 // key to the location, commit version and expiry of the key's newest record.
 //
-// It is a copy-on-write B+tree built for memory per key. Items are 24 bytes
-// and hold no pointers: the key lives in an append-only arena (see arena.go)
-// and the item keeps an 8-byte reference to it; the location packs the file
-// id and offset into 8 bytes; the version is stored as a 32-bit delta from a
+// It is a copy-on-write B+tree built for memory per key and for few cache
+// misses per search. Items are 24 bytes and hold no pointers: the key lives
+// in an append-only arena (see arena.go) and the item keeps a reference to
+// it beside its search hint (the 8 bytes a search reads, see leafItems);
+// the location packs the file id and offset into 8 bytes; the version is stored as a 32-bit delta from a
 // per-file base version (see SetFileBase); the expiry, which few keys have,
 // is stored in the arena after the key. Bulk loading (Load) fills every
 // node, so a freshly opened directory costs about 24 bytes per key plus the
