@@ -357,11 +357,7 @@ func (db *DB) runGroup(group []*commitReq) {
 		if !live {
 			return nil, 0, 0, false, nil
 		}
-		if e.Offset < 0 {
-			val, flags, err = db.valueFor(key, e, applies, buf)
-		} else {
-			val, flags, err = db.readProbed(db.fset, key, e, verify) // the caller holds mu
-		}
+		val, flags, err = db.valueFor(key, e, verify, applies, buf)
 		if verify && errors.Is(err, ErrNotFound) {
 			found = keydir.Pos{} // another key's record: key is absent
 			return nil, 0, 0, false, nil
@@ -442,7 +438,7 @@ func (db *DB) runGroup(group []*commitReq) {
 					put(apply{key: o.key, del: true}, record.KindDelete, nil)
 					break
 				}
-				val, flags, err := db.valueFor(o.key, e, applies, buf)
+				val, flags, err := db.valueFor(o.key, e, false, applies, buf)
 				if err != nil {
 					readErr = err
 					break
@@ -657,8 +653,8 @@ func (db *DB) keysInRange(begin, end []byte, overlay map[string]int, applies []a
 }
 
 // valueFor returns the current value and flags of key, from this group's
-// buffer if an earlier commit of the group wrote it.
-func (db *DB) valueFor(key []byte, e keydir.Entry, applies []apply, buf []byte) ([]byte, uint32, error) {
+// buffer if an earlier commit of the group wrote it; verify is readProbed's.
+func (db *DB) valueFor(key []byte, e keydir.Entry, verify bool, applies []apply, buf []byte) ([]byte, uint32, error) {
 	if e.Offset < 0 {
 		a := applies[-1-e.Offset]
 		r, err := record.Decode(buf[a.rel:], db.lim)
@@ -667,7 +663,7 @@ func (db *DB) valueFor(key []byte, e keydir.Entry, applies []apply, buf []byte) 
 		}
 		return bytes.Clone(r.Value), r.Flags, nil
 	}
-	return db.readValue(db.fset, key, e) // the caller holds mu
+	return db.readProbed(db.fset, key, e, verify) // the caller holds mu
 }
 
 // writeGroup appends a group's records to the active data file (starting a

@@ -113,19 +113,10 @@ func (db *DB) Version() uint64 {
 	return db.version
 }
 
-// readValue reads and verifies the record e points to, in the files of
-// set, and returns its value.
-func (db *DB) readValue(set *fileSet, key []byte, e keydir.Entry) ([]byte, uint32, error) {
-	f := set.acquireFile(e.FileID)
-	if f == nil {
-		return nil, 0, db.fileGone(e.FileID)
-	}
-	defer f.Release()
-	return db.readFrom(f, key, e, nil)
-}
-
-// readProbed is readValue for an entry found by keydir.Tree.Probe: with
-// verify, a record of another key means key is absent (ErrNotFound).
+// readProbed reads and verifies the record e points to, in the files of
+// set, and returns its value. With verify (e came from keydir.Tree.Probe or
+// FindProbe and may be another key's), a record of another key means key
+// is absent (ErrNotFound).
 func (db *DB) readProbed(set *fileSet, key []byte, e keydir.Entry, verify bool) ([]byte, uint32, error) {
 	f := set.acquireFile(e.FileID)
 	if f == nil {
