@@ -114,6 +114,13 @@ func (c *conn) serve() {
 		if err == nil {
 			unflushed++
 			if ss.r.buffered() == 0 || len(ss.out) >= maxRetainedOutput {
+				if unflushed > 1 {
+					// A pipeline's replies: let the other ready
+					// connections run first, so that replies go out back
+					// to back and clients are woken less (see the Redis
+					// front end's serve loop).
+					runtime.Gosched()
+				}
 				if c.flush() != nil {
 					return
 				}

@@ -228,6 +228,18 @@ func (c *client) serve() {
 		}
 		if len(c.out) >= flushThreshold || !c.commandBuffered() {
 			c.ended = time.Time{} // the next command will not start now
+			if c.unflushed > 1 {
+				// A pipeline's replies: let the other ready connections
+				// run their commands first, so that the replies of many
+				// go out back to back, as Redis writes them at the end of
+				// an event loop turn. A client then finds the next reply
+				// while still reading the last one instead of sleeping in
+				// between, and each write costs the server no wake-up of
+				// the client (an inter-processor interrupt, dear on a
+				// virtual machine): redis-benchmark -P 16 with the server
+				// on one core ran 20-25% faster this way.
+				runtime.Gosched()
+			}
 			if !c.flush() {
 				return
 			}
