@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func benchKey(i uint64) []byte {
@@ -168,5 +169,45 @@ func BenchmarkMerge(b *testing.B) {
 		if _, err := db.Merge(context.Background()); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkSealStall writes 256 MiB in commits of 16 values of 1000 bytes
+// under SyncEverySec with 64 MiB files, so that four files fill and are
+// sealed, and reports the slowest commit (max-ms): a seal syncs its file
+// while the commits behind it wait. With write-behind off, that sync has
+// up to a second of appends to write.
+func BenchmarkSealStall(b *testing.B) {
+	val := make([]byte, 1000)
+	for _, wb := range []int64{writeBehindBytes, 0} {
+		b.Run(fmt.Sprintf("writebehind=%dMiB", wb>>20), func(b *testing.B) {
+			defer func(v int64) { writeBehindBytes = v }(writeBehindBytes)
+			writeBehindBytes = wb
+			db, err := Open(b.TempDir(), &Options{Sync: SyncEverySec, MaxFileSize: 64 << 20, MergeInterval: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			const total = 256 << 20
+			b.SetBytes(total)
+			var slowest time.Duration
+			var batch Batch
+			var i uint64
+			for b.Loop() {
+				for range total / (16 * len(val)) {
+					batch.Reset()
+					for range 16 {
+						i++
+						batch.Set(benchKey(i), val)
+					}
+					start := time.Now()
+					if err := db.Write(&batch); err != nil {
+						b.Fatal(err)
+					}
+					slowest = max(slowest, time.Since(start))
+				}
+			}
+			b.ReportMetric(float64(slowest.Microseconds())/1000, "max-ms")
+		})
 	}
 }

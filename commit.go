@@ -714,6 +714,12 @@ func (db *DB) writeGroup(buf []byte, applies []apply, ends []commitEnd) error {
 			}
 		} else {
 			db.dirty.Store(true)
+			if db.writeBehind != nil && f.WriteBehindPending() >= db.behindBytes {
+				select {
+				case db.writeBehind <- struct{}{}:
+				default:
+				}
+			}
 		}
 		for ; ai < len(applies) && applies[ai].rel < int64(end); ai++ {
 			if applies[ai].rel >= 0 {

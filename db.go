@@ -92,7 +92,9 @@ type DB struct {
 	hintSizes    map[uint32]int64 // lengths of hint files seen by Stats
 	bg           sync.WaitGroup
 	hints        chan uint32
-	hintsWriting atomic.Bool // the hint worker is writing one
+	writeBehind  chan struct{} // wakes writeBehindWorker (nil under SyncAlways)
+	behindBytes  int64         // appended bytes that wake it (writeBehindBytes at Open)
+	hintsWriting atomic.Bool   // the hint worker is writing one
 }
 
 type fileStat struct {
@@ -163,6 +165,12 @@ func Open(dir string, opts *Options) (*DB, error) {
 		db.sealed = nil
 		if o.Sync == SyncEverySec {
 			db.every(o.SyncInterval, db.syncDirty)
+		}
+		if o.Sync != SyncAlways && writeBehindBytes > 0 {
+			db.writeBehind = make(chan struct{}, 1)
+			db.behindBytes = writeBehindBytes
+			db.bg.Add(1)
+			go db.writeBehindWorker()
 		}
 		if o.ExpiryPeriod > 0 {
 			db.every(o.ExpiryPeriod, db.expireRounds)

@@ -23,6 +23,11 @@ const (
 	// SyncNone leaves flushing to the operating system. As under every
 	// policy, a write is in the page cache when it is acknowledged, so only
 	// a crash of the machine, not of the process, can lose it.
+	//
+	// Under SyncEverySec and SyncNone the active file's appends are handed
+	// to the operating system for writing every 4 MiB, without waiting
+	// (write-behind, on Linux), so that the fsync that seals a full data
+	// file finds little left to write and commits do not wait behind it.
 	SyncNone
 )
 

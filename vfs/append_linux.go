@@ -1,4 +1,4 @@
-//go:build linux && (amd64 || arm64 || riscv64 || ppc64le || s390x || loong64 || mips64 || mips64le || ppc64)
+//go:build linux && (amd64 || arm64 || riscv64 || ppc64le || loong64 || mips64 || mips64le || ppc64)
 
 package vfs
 
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 // MapAppend maps the first length bytes of f for reading and writing,
@@ -24,11 +25,34 @@ func MapAppend(f File, length int) ([]byte, error) {
 	if !ok || length <= 0 {
 		return nil, fmt.Errorf("vfs: map for appends: %w", ErrUnsupported)
 	}
-	b, err := syscall.Mmap(int(of.Fd()), 0, length, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
-	if err != nil {
-		return nil, &os.PathError{Op: "mmap", Path: of.Name(), Err: err}
+	// A plain mmap rather than syscall.Mmap, whose bookkeeping allows
+	// only whole mappings to be unmapped: UnmapAppend unmaps parts. (The
+	// build constraint leaves out s390x, whose mmap takes its arguments
+	// in memory.)
+	addr, _, e := syscall.Syscall6(syscall.SYS_MMAP, 0, uintptr(length),
+		syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED, of.Fd(), 0)
+	if e != 0 {
+		return nil, &os.PathError{Op: "mmap", Path: of.Name(), Err: e}
 	}
-	return b, nil
+	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&addr))), length), nil
+}
+
+// UnmapAppend unmaps b[from:to] of a mapping made by MapAppend; from must
+// be a multiple of the page size, and so must to unless it is len(b). The
+// bytes of the file stay where they are: only this view of them goes, and
+// b[from:to] must not be touched again. Unmapping the pages that appends
+// have filled before they are written back spares the write-back from
+// write-protecting them one by one (and the processors that ran the
+// appends from flushing their TLBs for each). Unmap all of b, in the
+// pieces not unmapped yet, before dropping it.
+func UnmapAppend(b []byte, from, to int) error {
+	if from < 0 || to > len(b) || from >= to {
+		return nil
+	}
+	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, uintptr(unsafe.Pointer(&b[from])), uintptr(to-from), 0); e != 0 {
+		return fmt.Errorf("vfs: munmap: %w", e)
+	}
+	return nil
 }
 
 // Allocate reserves disk blocks for the n bytes of f at off and extends the

@@ -275,3 +275,57 @@ func TestMappedAppendAllocateFails(t *testing.T) {
 		}
 	}
 }
+
+// WriteBehind starts the write-back of whole pages only, unmaps them from
+// the append mapping, and leaves appends (after it and across Seal)
+// reading back as written.
+func TestWriteBehindMapped(t *testing.T) {
+	const length = 2*appendChunk + 100
+	f := mappedFile(t, length)
+	page := int64(os.Getpagesize())
+	val := make([]byte, 700)
+	var offs []int64
+	appendOne := func(i int) {
+		t.Helper()
+		val[0], val[699] = byte(i), byte(i>>8)
+		off, err := f.Append(record.AppendRecord(nil, record.KindPut, true, uint64(i+1), 0, 0, []byte("key"), val))
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs = append(offs, off)
+	}
+	f.WriteBehind() // nothing appended: nothing to do
+	if f.wb.Load() != 0 || f.WriteBehindPending() != f.Size() {
+		t.Fatalf("write-behind at %d with nothing appended", f.wb.Load())
+	}
+	i := 0
+	for ; f.Size() < 3*page+page/2; i++ {
+		appendOne(i)
+	}
+	f.WriteBehind()
+	want := f.Size() &^ (page - 1)
+	if f.wb.Load() != want || f.wFrom != want || f.WriteBehindPending() != f.Size()-want {
+		t.Fatalf("after WriteBehind at size %d: write-back to %d, unmapped to %d, want %d", f.Size(), f.wb.Load(), f.wFrom, want)
+	}
+	f.WriteBehind() // the same whole pages: no change
+	if f.wb.Load() != want {
+		t.Fatalf("a second WriteBehind moved the write-back to %d", f.wb.Load())
+	}
+	for ; f.Size() < appendChunk+page; i++ {
+		appendOne(i) // into the page WriteBehind left mapped, then on
+	}
+	f.WriteBehind()
+	if f.wFrom != f.Size()&^(page-1) {
+		t.Fatalf("unmapped to %d at size %d", f.wFrom, f.Size())
+	}
+	for ; f.Size()+800 <= length; i++ {
+		appendOne(i)
+	}
+	sealExact(t, f) // unmaps only what WriteBehind left mapped
+	for i, off := range offs {
+		r, err := f.ReadRecord(off, 3, 700, record.Limits{}, nil)
+		if err != nil || r.Value[0] != byte(i) || r.Value[699] != byte(i>>8) || r.Version != uint64(i+1) {
+			t.Fatalf("record %d at %d: %v", i, off, err)
+		}
+	}
+}

@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/caskade/caskade/internal/pario"
@@ -84,10 +86,13 @@ type File struct {
 	f      vfs.File
 	size   atomic.Int64 // end of the valid, written bytes
 	m      []byte       // read-only mapping, or nil
-	w      []byte       // writable mapping for appends (MapAppends), or nil
+	w      []byte       // writable mapping for appends (MapAppends), or nil; cleared under wmu
+	wmu    sync.Mutex   // held to unmap parts of w (WriteBehind) or all of it
+	wFrom  int64        // under wmu: w[:wFrom] is unmapped already (WriteBehind)
 	alloc  int64        // with w: the file's size, allocated ahead of size
 	extent atomic.Int64 // the file's length if past size: space allocated or zero-filled ahead
 	z      *zeroer      // zero-fills ahead of appends (ZeroAhead), or nil
+	wb     atomic.Int64 // where the write-back WriteBehind started ends
 	refs   atomic.Int64
 	remove atomic.Bool // delete the file at gone when the last reference goes
 	gone   string
@@ -186,10 +191,14 @@ func (f *File) store(b []byte, off int64) (err error) {
 }
 
 func (f *File) dropAppendMapping() error {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
 	if f.w == nil {
 		return nil
 	}
-	err := vfs.Unmap(f.w)
+	// Only the part still mapped: the address range of a part unmapped
+	// before may hold another mapping by now.
+	err := vfs.UnmapAppend(f.w, int(f.wFrom), len(f.w))
 	f.w = nil
 	return err
 }
@@ -200,6 +209,38 @@ func (f *File) stopZeroer() {
 		f.z.halt()
 		f.z = nil
 	}
+}
+
+// WriteBehindPending returns the bytes appended past the range whose
+// write-back WriteBehind last started.
+func (f *File) WriteBehindPending() int64 { return f.size.Load() - f.wb.Load() }
+
+// WriteBehind starts the write-back of the whole pages appended since its
+// last call, without waiting for it (vfs.WriteBehind), so that dirty pages
+// do not pile up for the next Sync, or Seal, to write all at once: under
+// SyncEverySec a fast writer leaves a second of appends, and a Seal that
+// had to write them held up every commit for as long. The page appends
+// are still filling is left out: writing it now would only make the next
+// append wait for it. Those pages are first unmapped from the writable
+// mapping of MapAppends, which never stores below the file's size again,
+// so the write-back need not write-protect them page by page (which made
+// appends a third slower than not writing behind at all). One goroutine at
+// a time may call it.
+func (f *File) WriteBehind() {
+	start := f.wb.Load()
+	end := f.size.Load() &^ int64(os.Getpagesize()-1)
+	if end <= start {
+		return
+	}
+	f.wmu.Lock()
+	if f.w != nil && end > f.wFrom && end <= int64(len(f.w)) {
+		if vfs.UnmapAppend(f.w, int(f.wFrom), int(end)) == nil {
+			f.wFrom = end
+		}
+	}
+	f.wmu.Unlock()
+	vfs.WriteBehind(f.f, start, end-start)
+	f.wb.Store(end)
 }
 
 // Seal ends appends to the file: it cuts space allocated or zero-filled
