@@ -156,6 +156,7 @@ func (m *merger) run() error {
 	it := m.view.tree.Iter()
 	defer it.Release()
 	var done int64
+	yield := courtesy()
 	for n := 0; ; n++ {
 		var ok bool
 		if n == 0 {
@@ -179,6 +180,7 @@ func (m *merger) run() error {
 			if err := m.ctx.Err(); err != nil {
 				return err
 			}
+			yield()
 			db.mu.Lock()
 			db.mergeProgress.BytesDone = done
 			db.mu.Unlock()

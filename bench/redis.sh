@@ -36,6 +36,17 @@ bench() { # PORT PIPELINE TEST PID -> "rps<TAB>server CPU µs per request"
   printf "%s\t%s\n" "$rps" "$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v n="$N" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')"
 }
 
+# redis_quiet PORT: wait (up to a minute) while the redis-server on PORT
+# has a child rewriting its AOF or saving (Redis starts a rewrite by itself
+# once its AOF has doubled): the child takes a whole core, under PIN=1 the
+# one caskade's next run gets.
+redis_quiet() {
+  for _ in $(seq 300); do
+    redis-cli -p "$1" info persistence | grep -Eq '^(aof_rewrite|rdb_bgsave)_in_progress:1' || return 0
+    sleep 0.2
+  done
+}
+
 echo "# redis-benchmark -t set,get,incr,mset -c 50 -n $N -r 1000000, caskade vs redis-server ($(redis-server --version | awk '{print $3}'))"
 echo "# $(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)${srv:+, servers pinned to core 1 and the client to core 0}"
 echo "# CPU: the server process's user+system time per request (median of the runs), steadier than"
@@ -58,6 +69,7 @@ for mode in everysec always; do
     for t in set get incr mset; do
       c="" r="" cc="" rc="" runs=""
       for _ in $(seq "$REPS"); do
+        redis_quiet "$rport"
         IFS=$'\t' read -r c1 cc1 < <(bench "$cport" "$p" "$t" "$cpid")
         IFS=$'\t' read -r r1 rc1 < <(bench "$rport" "$p" "$t" "$rpid")
         c+=" $c1" r+=" $r1" cc+=" $cc1" rc+=" $rc1" runs+=" $(ratio "$c1" "$r1")"

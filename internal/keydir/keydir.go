@@ -953,13 +953,14 @@ func (t *Tree) Tracked() map[string]struct{} {
 
 // Compact returns a writable copy of t whose arena holds t's keys and
 // nothing else; it shares t's file bases. t must not change meanwhile (use
-// a clone). It returns nil if stop reports true, which it asks now and then.
+// a clone). It returns nil if stop reports true, which it asks every few
+// thousand keys (stop may also pause, to let other goroutines run).
 func (t *Tree) Compact(stop func() bool) *Tree {
 	l := NewLoader()
 	l.t.bases = t.bases
 	it := t.Iter()
 	for ok := it.First(); ok; ok = it.Next() {
-		if l.count%(1<<16) == 0 && stop() {
+		if l.count%(1<<12) == 0 && stop() {
 			return nil
 		}
 		l.Add(it.Key(), it.Entry())

@@ -215,7 +215,7 @@ func BuildHints(hints []record.Hint, dataSize int64) []byte {
 // BuildHints of the scan's records.
 func BuildHintsFromData(b []byte, path string, lim record.Limits) ([]byte, error) {
 	var buf bytes.Buffer
-	err := streamHints(&buf, b, path, lim)
+	err := streamHints(&buf, b, path, lim, nil)
 	return buf.Bytes(), err
 }
 
@@ -224,7 +224,8 @@ func BuildHintsFromData(b []byte, path string, lim record.Limits) ([]byte, error
 // needs about 23 MiB): its offset and a window of its key (hintSortEntry);
 // keys are read, and entries built, from the data in b, which is normally
 // the file's mapping.
-func streamHints(w io.Writer, b []byte, path string, lim record.Limits) error {
+func streamHints(w io.Writer, b []byte, path string, lim record.Limits, yield func()) error {
+	y := yielder{fn: yield}
 	// The scan: every committed record's offset, and the length of the
 	// prefix that all keys share (the shortest common prefix of a key with
 	// the first one).
@@ -235,6 +236,7 @@ func streamHints(w io.Writer, b []byte, path string, lim record.Limits) error {
 	var first []byte
 	lcp := -1
 	sr, err := scanData(b, path, ScanStrict, lim, func(h record.Hint) {
+		y.tick(1)
 		ents = append(ents, hintSortEntry{off: uint32(h.Offset)})
 		switch {
 		case lcp < 0:
@@ -250,12 +252,14 @@ func streamHints(w io.Writer, b []byte, path string, lim record.Limits) error {
 	keyAt := func(o uint32) []byte { return record.KeyOf(b[o:]) } // the scan verified them
 	// In file order, so that the keys are read sequentially.
 	for i := range ents {
+		y.tick(1)
 		ents[i].setWindow(keyAt(ents[i].off)[lcp:])
 	}
-	sortByKey(ents, lcp, keyAt)
+	sortByKey(ents, lcp, keyAt, &y)
 	out := record.AppendHintFileHeader(make([]byte, 0, 64<<10))
 	n := 0
 	for _, e := range ents {
+		y.tick(1)
 		if e.lo&superseded != 0 {
 			continue // a later record of the same key wins
 		}
@@ -385,8 +389,30 @@ func WriteHints(fs vfs.FS, dir string, id uint32, buf []byte) error {
 // WriteHintsFromData writes the hint file of the sealed data file id whose
 // contents are b, as WriteHints(BuildHintsFromData(b)) would, streaming the
 // sorted entries to the file instead of building them in memory.
-func WriteHintsFromData(fs vfs.FS, dir string, id uint32, b []byte, path string, lim record.Limits) error {
-	return writeHintFile(fs, dir, id, func(w io.Writer) error { return streamHints(w, b, path, lim) })
+// Unless yield is nil, it calls yield every few thousand records, so that
+// a caller in the background can let other goroutines run.
+func WriteHintsFromData(fs vfs.FS, dir string, id uint32, b []byte, path string, lim record.Limits, yield func()) error {
+	return writeHintFile(fs, dir, id, func(w io.Writer) error { return streamHints(w, b, path, lim, yield) })
+}
+
+// yieldEvery is how many records (or sort steps) pass between two calls of
+// a yielder's function.
+const yieldEvery = 4096
+
+// yielder calls fn, if not nil, every yieldEvery ticks.
+type yielder struct {
+	fn func()
+	n  int
+}
+
+func (y *yielder) tick(k int) {
+	if y.fn == nil {
+		return
+	}
+	if y.n += k; y.n >= yieldEvery {
+		y.n = 0
+		y.fn()
+	}
 }
 
 // writeHintFile writes a hint file atomically: to a temporary file, synced,
@@ -467,8 +493,8 @@ func (x hintSortEntry) sameWindow(y hintSortEntry) bool { return x.hi == y.hi &&
 // significant digit radix sort with 7-byte digits), so each key is read
 // from the file once per 7 bytes that it shares with another, instead of
 // at every comparison.
-func sortByKey(ents []hintSortEntry, depth int, keyAt func(uint32) []byte) {
-	sortByWindow(ents, 0)
+func sortByKey(ents []hintSortEntry, depth int, keyAt func(uint32) []byte, y *yielder) {
+	sortByWindow(ents, 0, y)
 	for i := 0; i < len(ents); {
 		j := i + 1
 		for j < len(ents) && ents[j].sameWindow(ents[i]) {
@@ -484,7 +510,7 @@ func sortByKey(ents []hintSortEntry, depth int, keyAt func(uint32) []byte) {
 			for k := i; k < j; k++ {
 				ents[k].setWindow(keyAt(ents[k].off)[depth+7:])
 			}
-			sortByKey(ents[i:j], depth+7, keyAt)
+			sortByKey(ents[i:j], depth+7, keyAt, y)
 		}
 		i = j
 	}
@@ -511,9 +537,10 @@ const radixMin = 64
 // most significant digit radix sort (American flag sort), which needs no
 // memory beyond ents and reads each entry once per byte instead of
 // comparing it log n times.
-func sortByWindow(ents []hintSortEntry, b int) {
+func sortByWindow(ents []hintSortEntry, b int, y *yielder) {
 	if len(ents) < radixMin || b == 12 {
 		slices.SortFunc(ents, compareEntries)
+		y.tick(len(ents))
 		return
 	}
 	digit := func(e hintSortEntry) int {
@@ -523,11 +550,14 @@ func sortByWindow(ents []hintSortEntry, b int) {
 		return int(byte(e.off >> (24 - 8*(b-8))))
 	}
 	var count [256]int
-	for _, e := range ents {
+	for i, e := range ents {
 		count[digit(e)]++
+		if i%yieldEvery == yieldEvery-1 {
+			y.tick(yieldEvery)
+		}
 	}
 	if count[digit(ents[0])] == len(ents) {
-		sortByWindow(ents, b+1) // one bucket: nothing to move
+		sortByWindow(ents, b+1, y) // one bucket: nothing to move
 		return
 	}
 	var start, next [256]int
@@ -536,8 +566,12 @@ func sortByWindow(ents []hintSortEntry, b int) {
 		start[d], next[d] = sum, sum
 		sum += count[d]
 	}
+	steps := 0
 	for d := range 256 {
 		for end := start[d] + count[d]; next[d] < end; {
+			if steps++; steps%yieldEvery == 0 {
+				y.tick(yieldEvery)
+			}
 			x := ents[next[d]]
 			if xd := digit(x); xd != d {
 				ents[next[d]], ents[next[xd]] = ents[next[xd]], x
@@ -549,7 +583,7 @@ func sortByWindow(ents []hintSortEntry, b int) {
 	}
 	for d := range 256 {
 		if count[d] > 1 {
-			sortByWindow(ents[start[d]:start[d]+count[d]], b+1)
+			sortByWindow(ents[start[d]:start[d]+count[d]], b+1, y)
 		}
 	}
 }

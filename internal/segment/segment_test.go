@@ -161,6 +161,20 @@ func testBuildHintsFromData(t *testing.T, key func(r *rand.Rand) []byte) {
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("differs (%d vs %d bytes): %v", len(got), len(want), err)
 	}
+	// Written to a file with a yield function, the hints are the same,
+	// and the function is called every yieldEvery records or sort steps.
+	fs := vfs.NewMem()
+	yields := 0
+	if err := WriteHintsFromData(fs, "/", 1, b, "f", record.Limits{}, func() { yields++ }); err != nil {
+		t.Fatal(err)
+	}
+	written, err := ReadAll(fs, "/"+HintName(1))
+	if err != nil || !bytes.Equal(written, want) {
+		t.Fatalf("hint file written with yields differs (%d vs %d bytes): %v", len(written), len(want), err)
+	}
+	if min := 3 * len(sr.Hints) / yieldEvery; yields < min {
+		t.Fatalf("yield called %d times for %d records, want at least %d", yields, len(sr.Hints), min)
+	}
 	b[len(b)/2] ^= 1
 	if _, err := BuildHintsFromData(b, "f", record.Limits{}); err == nil {
 		t.Fatal("damage not reported")
