@@ -237,6 +237,13 @@ func streamHints(w io.Writer, b []byte, path string, lim record.Limits, yield fu
 	lcp := -1
 	sr, err := scanData(b, path, ScanStrict, lim, func(h record.Hint) {
 		y.tick(1)
+		if len(ents) == cap(ents) && h.Offset > 0 {
+			// Smaller records than guessed: grow once, to what the
+			// records so far say the whole file holds (and a little
+			// more), not a quarter at a time, each a copy of it all.
+			est := int(float64(len(ents)) * float64(len(b)) / float64(h.Offset) * 1.05)
+			ents = slices.Grow(ents, est-len(ents))
+		}
 		ents = append(ents, hintSortEntry{off: uint32(h.Offset)})
 		switch {
 		case lcp < 0:
