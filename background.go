@@ -64,7 +64,7 @@ func (db *DB) writeHint(id uint32) {
 		b, err = segment.ReadAll(db.fs, path)
 	}
 	if err == nil {
-		err = segment.WriteHintsFromData(db.fs, db.dir, id, b, path, db.lim, courtesy())
+		err = segment.WriteHintsFromData(db.fs, db.dir, id, b, path, db.lim, newCourtesy().pause)
 	}
 	if err != nil {
 		db.opts.Logger.Warn("caskade: cannot write hint file", "file", path, "err", err)
@@ -146,29 +146,39 @@ func (db *DB) compactKeysIfDead() bool {
 // between pauses when the server has one processor (see courtesy).
 const courtesyPeriod = time.Millisecond
 
-// courtesy returns a function for a long computation in the background
-// (writing a hint file sorts millions of entries; merge; key directory
-// compaction) to call every few thousand steps. With one processor
-// (GOMAXPROCS=1) it sleeps, every courtesyPeriod of work, for as long as
-// the work took, so the computation takes at most half the processor.
-// Without it, it took nearly all: Go's scheduler looks for goroutines the
-// network made ready only when it has nothing else to run, or every 10 ms,
-// and then runs the computation again first. While the hint file of a
-// full 256 MiB data file was written, a Redis client pipelining SETs got a
-// sixth of its usual rate for two seconds (p95 40 ms, worst 60 ms). With
-// more processors the others serve the network, and it does nothing.
-func courtesy() func() {
-	if runtime.GOMAXPROCS(0) > 1 {
-		return func() {}
+// courtesy paces a long computation in the background (writing a hint
+// file sorts millions of entries; merge; key directory compaction), which
+// calls pause every few thousand steps. With one processor (GOMAXPROCS=1)
+// pause sleeps, every courtesyPeriod of work, for as long as the work
+// took, so the computation takes at most half the processor. Without it,
+// it took nearly all: Go's scheduler looks for goroutines the network made
+// ready only when it has nothing else to run, or every 10 ms, and then
+// runs the computation again first. While the hint file of a full 256 MiB
+// data file was written, a Redis client pipelining SETs got a sixth of its
+// usual rate for two seconds (p95 40 ms, worst 60 ms). With more
+// processors the others serve the network, and pause does nothing.
+type courtesy struct {
+	on    bool
+	start time.Time // of the work since the last pause
+}
+
+func newCourtesy() *courtesy {
+	return &courtesy{on: runtime.GOMAXPROCS(0) == 1, start: time.Now()}
+}
+
+func (c *courtesy) pause() {
+	if !c.on {
+		return
 	}
-	start := time.Now()
-	return func() {
-		if worked := time.Since(start); worked >= courtesyPeriod {
-			time.Sleep(worked)
-			start = time.Now()
-		}
+	if worked := time.Since(c.start); worked >= courtesyPeriod {
+		time.Sleep(worked)
+		c.start = time.Now()
 	}
 }
+
+// rested tells c that the computation has just slept for reasons of its
+// own (merge's byte-rate limit), which is not work to pause for.
+func (c *courtesy) rested() { c.start = time.Now() }
 
 // writeBehindBytes is how many appended bytes of the active file wake
 // writeBehindWorker (outside SyncAlways, whose commits sync themselves);
@@ -224,9 +234,9 @@ func (db *DB) compactKeys() bool {
 	src := db.tree.Clone()
 	db.tree.Track()
 	db.mu.Unlock()
-	yield := courtesy()
+	polite := newCourtesy()
 	c := src.Compact(func() bool {
-		yield()
+		polite.pause()
 		select {
 		case <-db.stop:
 			return true

@@ -156,7 +156,7 @@ func (m *merger) run() error {
 	it := m.view.tree.Iter()
 	defer it.Release()
 	var done int64
-	yield := courtesy()
+	polite := newCourtesy()
 	for n := 0; ; n++ {
 		var ok bool
 		if n == 0 {
@@ -180,7 +180,7 @@ func (m *merger) run() error {
 			if err := m.ctx.Err(); err != nil {
 				return err
 			}
-			yield()
+			polite.pause()
 			db.mu.Lock()
 			db.mergeProgress.BytesDone = done
 			db.mu.Unlock()
@@ -195,7 +195,9 @@ func (m *merger) run() error {
 		if err := m.add(key, r, e); err != nil {
 			return err
 		}
-		m.limiter.wait(size)
+		if m.limiter.wait(size) {
+			polite.rested()
+		}
 	}
 	if err := m.finishOutput(); err != nil {
 		return err
@@ -391,9 +393,10 @@ type rateLimiter struct {
 	bytes  int64
 }
 
-func (r *rateLimiter) wait(n int64) {
+// wait sleeps until n more bytes are due, and reports whether it slept.
+func (r *rateLimiter) wait(n int64) bool {
 	if r.perSec <= 0 {
-		return
+		return false
 	}
 	if r.start.IsZero() {
 		r.start = time.Now()
@@ -402,7 +405,9 @@ func (r *rateLimiter) wait(n int64) {
 	due := time.Duration(float64(r.bytes) / float64(r.perSec) * float64(time.Second))
 	if ahead := due - time.Since(r.start); ahead > time.Millisecond {
 		time.Sleep(ahead)
+		return true
 	}
+	return false
 }
 
 // NeedsMerge reports whether the sealed files are dead enough for the
