@@ -658,3 +658,6 @@ func (db *DB) closeFiles() error {
 
 // Dir returns the database directory.
 func (db *DB) Dir() string { return db.dir }
+
+// SyncPolicy returns the durability policy the database was opened with.
+func (db *DB) SyncPolicy() SyncPolicy { return db.opts.Sync }

@@ -1,5 +1,7 @@
 package resp
 
+import "bytes"
+
 // ReadCommand reads the next command and returns its arguments appended to
 // args[:0] (pass the previous result to reuse it). The argument slices
 // point into the Reader's buffer and are valid only until the next call
@@ -363,4 +365,119 @@ func bufferedHeader(buf []byte, i int, kind byte, limit int) (n int64, next int,
 		return 0, 0, false
 	}
 	return n, j + 2, true
+}
+
+// CommandBuffered reports whether ReadCommand can return without reading
+// more input: a whole command is buffered, or enough of one to tell that
+// it is malformed or over a limit (ReadCommand then fails at once). Empty
+// commands before it (blank inline lines, *0 and *-1), which ReadCommand
+// skips, do not count. A server uses it to write replies before waiting,
+// and an event loop to read only what has arrived.
+func (r *Reader) CommandBuffered() bool {
+	if r.err != nil {
+		return true
+	}
+	if r.blob != noBlob {
+		return false // the rest of a streamed blob comes first
+	}
+	n := r.br.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := r.br.Peek(n)
+	for len(b) > 0 {
+		k, ok := r.firstCommand(b)
+		if k == 0 {
+			return ok
+		}
+		b = b[k:] // an empty command
+	}
+	return false
+}
+
+// firstCommand examines the command at the start of b as ReadCommand
+// would read it: k > 0 is the size of an empty command, which it skips;
+// otherwise ok tells whether the command is complete (or fails at once).
+func (r *Reader) firstCommand(b []byte) (k int, ok bool) {
+	lim := r.lim
+	if b[0] != '*' {
+		i := bytes.IndexByte(b, '\n')
+		end := i
+		if i < 0 {
+			end = len(b)
+		}
+		if end > lim.MaxInlineLen || bytes.IndexByte(b[:end], 0) >= 0 {
+			return 0, true // too long, or a NUL that hides the line end
+		}
+		if i < 0 {
+			return 0, false
+		}
+		for _, c := range b[:i] {
+			if !isSpace(c) {
+				return 0, true
+			}
+		}
+		return i + 1, false // a blank line
+	}
+	// header examines the header line at p (up to \r, then one more byte,
+	// whatever it is): its number and whether that parsed, and where the
+	// next line starts; state is 0 if it is all there, 1 if not yet, 2 if
+	// it fails at once.
+	header := func(p int) (n int64, valid bool, next int, state int) {
+		i := bytes.IndexByte(b[p:], '\r')
+		end := i
+		if i < 0 {
+			end = len(b) - p
+		}
+		if end > lim.MaxInlineLen || bytes.IndexByte(b[p:p+end], 0) >= 0 {
+			return 0, false, 0, 2
+		}
+		if i < 0 || p+i+1 >= len(b) {
+			return 0, false, 0, 1
+		}
+		if i > 0 {
+			n, valid = ParseInt(b[p+1 : p+i])
+		}
+		return n, valid, p + i + 2, 0
+	}
+	maxQuery := r.queryLimit()
+	count, valid, p, state := header(0)
+	switch {
+	case state != 0:
+		return 0, state == 2
+	case !valid || count > int64(lim.MaxArgs) || (lim.AuthRequired && count > UnauthMaxArgs):
+		return 0, true
+	case int64(p) > maxQuery:
+		return 0, true
+	case count <= 0:
+		return p, false // an empty command
+	}
+	query := int64(p)
+	for range count {
+		if p >= len(b) {
+			return 0, false
+		}
+		n, valid, q, state := header(p)
+		if state != 0 {
+			return 0, state == 2
+		}
+		if b[p] != '$' {
+			return 0, true
+		}
+		if !valid || n < 0 || n > lim.MaxBulkLen || (lim.AuthRequired && n > UnauthMaxBulkLen) {
+			return 0, true
+		}
+		query += int64(q-p) + n + 2
+		if query > maxQuery {
+			return 0, true
+		}
+		if n > int64(len(b)) {
+			return 0, false
+		}
+		p = q + int(n) + 2
+		if p > len(b) {
+			return 0, false
+		}
+	}
+	return 0, true
 }

@@ -515,3 +515,48 @@ func TestReadCommandDoesNotWaitForMore(t *testing.T) {
 		t.Fatal("ReadCommand blocked waiting for input after a complete command")
 	}
 }
+
+// TestCommandBuffered checks the test that tells whether reading the next
+// command would wait for input.
+func TestCommandBuffered(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		lim  Limits
+		want bool
+	}{
+		{in: "PING\r\n", want: true},
+		{in: "PING", want: false},
+		{in: "\r\n", want: false},
+		{in: " \t\r\n", want: false},
+		{in: "\r\n\r\nPING\r\n", want: true},
+		{in: "\r\n\r\nPI", want: false},
+		{in: "*0\r\n", want: false},
+		{in: "*-1\r\n", want: false},
+		{in: "*0\r\n*1\r\n$4\r\nPING\r\n", want: true},
+		{in: "*0\r\n*1\r\n$4\r\nPI", want: false},
+		{in: "*1\r\n$4\r\nPING\r\n", want: true},
+		{in: "*1\r\n$4\r\nPING\r", want: false},
+		{in: "*1\r\n$4\r\nPI", want: false},
+		{in: "*1\r", want: false},
+		{in: "*x\r\n", want: true},       // malformed: the reader fails at once
+		{in: "*1\r\n+4\r\n", want: true}, // malformed
+		{in: "*1\r\n$-4\r\n", want: true},
+		{in: "*2\r\n$1\r\na\r\n", want: false},
+		// Declared sizes over a limit fail at once, before the data.
+		{in: "*1\r\n$600000000\r\n", want: true},
+		{in: "*1\r\n$65\r\n", lim: Limits{MaxBulkLen: 64}, want: true},
+		{in: "*1\r\n$64\r\n", lim: Limits{MaxBulkLen: 64}, want: false},
+		{in: "*9\r\n", lim: Limits{MaxArgs: 8}, want: true},
+		{in: "*11\r\n", lim: Limits{AuthRequired: true}, want: true},
+		{in: "*1\r\n$16385\r\n", lim: Limits{AuthRequired: true}, want: true},
+		{in: "*2\r\n$200\r\n", lim: Limits{MaxQueryLen: 100}, want: true},
+		{in: "PING\x00", want: true},                                               // a NUL hides the line end
+		{in: strings.Repeat("a", 200), lim: Limits{MaxInlineLen: 128}, want: true}, // too long already
+	} {
+		r := NewReader(strings.NewReader(tc.in), &Options{Limits: tc.lim})
+		r.br.Peek(len(tc.in))
+		if got := r.CommandBuffered(); got != tc.want {
+			t.Errorf("CommandBuffered over %q (limits %+v) = %v, want %v", tc.in, tc.lim, got, tc.want)
+		}
+	}
+}

@@ -99,8 +99,39 @@ func FuzzReadCommand(f *testing.F) {
 					t.Fatalf("round trip of %q: %q, %v", cmd, back, err)
 				}
 			}
+			checkCommandBuffered(t, data, lim)
 		}
 	})
+}
+
+// errWaited is what the input of checkCommandBuffered returns past the
+// bytes it has.
+var errWaited = errors.New("the reader waited for more input")
+
+// checkCommandBuffered checks CommandBuffered against ReadCommand on every
+// prefix of data: where it reports a command ready, reading it must not
+// ask for more input; where it does not, reading must.
+func checkCommandBuffered(t *testing.T, data []byte, lim Limits) {
+	for n := range len(data) + 1 {
+		r := NewReader(io.MultiReader(bytes.NewReader(data[:n]), iotest.ErrReader(errWaited)),
+			&Options{BufferSize: max(n, 16), Limits: lim})
+		if n > 0 {
+			r.br.Peek(n)
+		}
+		for {
+			ready := r.CommandBuffered()
+			_, err := r.ReadCommand(nil)
+			if ready && errors.Is(err, errWaited) {
+				t.Fatalf("%q: CommandBuffered reported a command, and ReadCommand waited for more input", data[:n])
+			}
+			if !ready && err != nil && !errors.Is(err, errWaited) {
+				t.Fatalf("%q: CommandBuffered reported no command, and ReadCommand failed at once: %v", data[:n], err)
+			}
+			if err != nil || !ready {
+				break
+			}
+		}
+	}
 }
 
 func equalArgs(a, b [][]byte) bool {

@@ -62,6 +62,7 @@ type serveConfig struct {
 	memcacheUDPAddr string
 	httpAddr        string
 	pprof           bool
+	eventLoops      int
 }
 
 func newRootCmd(h *hooks) *cobra.Command {
@@ -138,6 +139,7 @@ Every flag can also be given as an environment variable CASKADE_<FLAG>
 	f.StringVar(&cfg.memcacheUDPAddr, "memcache-udp-addr", "", "memcached protocol UDP address (off by default: UDP invites reflection attacks)")
 	f.StringVar(&cfg.httpAddr, "http-addr", "127.0.0.1:8379", "HTTP API and /metrics address (empty disables)")
 	f.BoolVar(&cfg.pprof, "pprof", false, "serve /debug/pprof on the HTTP address")
+	f.IntVar(&cfg.eventLoops, "event-loops", 0, "event loops serving Redis connections (0: one per processor; -1: a goroutine per connection)")
 	return cmd
 }
 
@@ -278,6 +280,7 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		BackupDir:    filepath.Join(cfg.dir, "backups"),
 		Logger:       log,
 		ShutdownFunc: shutdown,
+		EventLoops:   cfg.eventLoops,
 	}
 
 	var listeners []net.Listener

@@ -19,6 +19,7 @@ import (
 
 	"github.com/caskade/caskade"
 	"github.com/caskade/caskade/resp"
+	"github.com/caskade/caskade/server/netloop"
 )
 
 // flushThreshold is the reply buffer size at which replies are written even
@@ -48,6 +49,8 @@ type client struct {
 	s       *Server
 	turn    caskade.Turn // of the command (or EXEC) running
 	nc      net.Conn
+	lc      *netloop.Conn // the connection's place on an event loop (loop.go), if it has one
+	gone    func()        // called once the connection has ended
 	id      int64
 	rd      *resp.Reader
 	br      *bufio.Reader // rd's buffer, peeked to see whether a command is complete
@@ -83,6 +86,7 @@ type client struct {
 	pend         pendingRun
 	ended        time.Time // when the last command ended, if the next one runs right after it
 	unflushed    int       // commands run since replies were last written
+	leave        bool      // the command read must run off the event loop (loop.go)
 
 	imu      sync.Mutex
 	name     string
@@ -145,7 +149,13 @@ func newClient(s *Server, nc net.Conn) *client {
 type countingReader struct{ c *client }
 
 func (r countingReader) Read(p []byte) (int, error) {
-	n, err := r.c.nc.Read(p)
+	var n int
+	var err error
+	if r.c.looped() {
+		n, err = r.c.lc.Read(p)
+	} else {
+		n, err = r.c.nc.Read(p)
+	}
 	r.c.s.stats.netIn.Add(int64(n))
 	return n, err
 }
@@ -165,6 +175,22 @@ func (c *client) interrupt() {
 	c.closing = true
 	c.nc.SetReadDeadline(time.Unix(1, 0))
 	c.lmu.Unlock()
+	c.kick()
+}
+
+// kill closes the connection from another goroutine (CLIENT KILL, Close,
+// a client that does not read its pushes); the goroutine or loop serving
+// it then finds it closed and ends it.
+func (c *client) kill() {
+	c.nc.Close()
+	c.kick()
+}
+
+// kick makes the event loop serving the client, if any, look at it.
+func (c *client) kick() {
+	if c.lc != nil {
+		c.lc.Kick()
+	}
 }
 
 // readyToRead reports whether the client may wait for its next command,
@@ -174,6 +200,9 @@ func (c *client) readyToRead() bool {
 	defer c.lmu.Unlock()
 	if c.closing {
 		return false
+	}
+	if c.looped() {
+		return true // the loop keeps the idle timeout (Idle)
 	}
 	idle := time.Duration(c.s.cfg.idleAtomic.Load())
 	if idle > 0 && !c.monitor.Load() {
@@ -186,18 +215,36 @@ func (c *client) readyToRead() bool {
 	return true
 }
 
+// serve serves the client on the calling goroutine until it closes.
 func (c *client) serve() {
-	defer func() {
-		if r := recover(); r != nil {
-			c.s.panics.Add(1)
-			c.s.log.Error("redis: panic serving a client; connection closed",
-				"addr", c.addr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		}
-		// A command that panicked in its turn must not keep the turn
-		// lock: every other commit of the database would wait for it.
-		c.turn.Done()
-		c.cleanup()
-	}()
+	defer c.endGoroutine()
+	c.serveRead()
+}
+
+// endGoroutine ends a client served by a goroutine, as its last deferred
+// call.
+func (c *client) endGoroutine() {
+	if r := recover(); r != nil {
+		c.s.panics.Add(1)
+		c.s.log.Error("redis: panic serving a client; connection closed",
+			"addr", c.addr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	}
+	c.end()
+}
+
+// end ends the client: a command that panicked in its turn must not keep
+// the turn lock (every other commit of the database would wait for it),
+// then the connection's state goes and the connection closes.
+func (c *client) end() {
+	c.turn.Done()
+	c.cleanup()
+	if c.gone != nil {
+		c.gone()
+	}
+}
+
+// serveRead reads and runs commands until the connection closes.
+func (c *client) serveRead() {
 	for {
 		if !c.readyToRead() {
 			c.flush()
@@ -208,52 +255,72 @@ func (c *client) serve() {
 			c.readFailed(err)
 			return
 		}
-		c.args = args
-		c.buffered = 0
-		if c.pusherOn.Load() {
-			c.pmu.Lock()
-			c.busy = true
-			// Pushes queued before this command (an invalidation for a
-			// write already acknowledged to another client) go before its
-			// reply, as in Redis; those it causes itself go after.
-			c.out = append(c.out, c.pending...)
-			c.pending = c.pending[:0]
-			c.pmu.Unlock()
-		}
-		c.process(args)
-		c.unflushed++
-		if c.closeNow {
-			c.flush()
+		if !c.run(args) {
 			return
 		}
-		if len(c.out) >= flushThreshold || !c.commandBuffered() {
-			c.ended = time.Time{} // the next command will not start now
-			if c.unflushed > 1 {
-				// A pipeline's replies: let the other ready connections
-				// run their commands first, so that the replies of many
-				// go out back to back, as Redis writes them at the end of
-				// an event loop turn. A client then finds the next reply
-				// while still reading the last one instead of sleeping in
-				// between, and each write costs the server no wake-up of
-				// the client (an inter-processor interrupt, dear on a
-				// virtual machine): redis-benchmark -P 16 with the server
-				// on one core ran 20-25% faster this way.
-				runtime.Gosched()
-			}
-			if !c.flush() {
-				return
-			}
-			if c.unflushed == 1 {
-				// A client that sent one command likely waits for the
-				// reply before it sends the next: let the other ready
-				// connections run first, so that this one's next read
-				// more often finds its command there instead of waiting
-				// in the network poller.
-				runtime.Gosched()
-			}
-			c.unflushed = 0
-		}
 	}
+}
+
+// run runs one command read and writes the replies when they are due. It
+// reports false when the connection must close.
+func (c *client) run(args [][]byte) bool {
+	c.args = args
+	c.buffered = 0
+	if c.pusherOn.Load() {
+		c.pmu.Lock()
+		c.busy = true
+		// Pushes queued before this command (an invalidation for a
+		// write already acknowledged to another client) go before its
+		// reply, as in Redis; those it causes itself go after.
+		c.out = append(c.out, c.pending...)
+		c.pending = c.pending[:0]
+		c.pmu.Unlock()
+	}
+	c.process(args)
+	if c.leave {
+		return true // not run here: the goroutine the loop hands the client to runs it
+	}
+	c.unflushed++
+	if c.closeNow {
+		c.flush()
+		return false
+	}
+	if c.looped() {
+		// The loop writes the replies at the end of its turn (EndTurn).
+		if len(c.out) >= flushThreshold {
+			c.unflushed = 0
+			return c.flush()
+		}
+		return true
+	}
+	if len(c.out) >= flushThreshold || !c.commandBuffered() {
+		c.ended = time.Time{} // the next command will not start now
+		if c.unflushed > 1 {
+			// A pipeline's replies: let the other ready connections
+			// run their commands first, so that the replies of many
+			// go out back to back, as Redis writes them at the end of
+			// an event loop turn. A client then finds the next reply
+			// while still reading the last one instead of sleeping in
+			// between, and each write costs the server no wake-up of
+			// the client (an inter-processor interrupt, dear on a
+			// virtual machine): redis-benchmark -P 16 with the server
+			// on one core ran 20-25% faster this way.
+			runtime.Gosched()
+		}
+		if !c.flush() {
+			return false
+		}
+		if c.unflushed == 1 {
+			// A client that sent one command likely waits for the
+			// reply before it sends the next: let the other ready
+			// connections run first, so that this one's next read
+			// more often finds its command there instead of waiting
+			// in the network poller.
+			runtime.Gosched()
+		}
+		c.unflushed = 0
+	}
+	return true
 }
 
 // commandBuffered reports whether a complete command is already buffered,
@@ -263,89 +330,12 @@ func (c *client) commandBuffered() bool {
 	if c.buffered != 0 {
 		return c.buffered > 0 // nothing was read since it was asked
 	}
-	ok := false
-	if n := c.br.Buffered(); n > 0 {
-		b, _ := c.br.Peek(n)
-		ok = completeCommand(b)
-	}
+	ok := c.rd.CommandBuffered()
 	c.buffered = -1
 	if ok {
 		c.buffered = 1
 	}
 	return ok
-}
-
-// completeCommand reports whether b starts with a whole command (or with
-// something malformed, which reading will reject without waiting). Empty
-// commands before it (blank inline lines, *0 and *-1), which reading
-// skips, do not count: after them the reader would wait.
-func completeCommand(b []byte) bool {
-	for len(b) > 0 {
-		n, ok := firstCommand(b)
-		if n == 0 {
-			return ok
-		}
-		b = b[n:] // an empty command
-	}
-	return false
-}
-
-// firstCommand examines the command at the start of b: n > 0 is the size
-// of an empty command, which the reader skips; otherwise ok tells whether
-// the command is complete (or malformed).
-func firstCommand(b []byte) (n int, ok bool) {
-	if b[0] != '*' {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			return 0, false
-		}
-		for _, ch := range b[:i] {
-			if !isCSpace(ch) {
-				return 0, true
-			}
-		}
-		return i + 1, false // a blank line
-	}
-	// line reads the header line at p: its number, whether that parsed,
-	// and where the next line starts (the reader takes one byte after the
-	// \r, whatever it is); complete is false if the line is not all there.
-	line := func(p int) (n int64, valid bool, next int, complete bool) {
-		i := bytes.IndexByte(b[p:], '\r')
-		if i < 0 || p+i+1 >= len(b) {
-			return 0, false, 0, false
-		}
-		n, valid = string2ll(b[p+1 : p+i])
-		return n, valid, p + i + 2, true
-	}
-	count, valid, p, complete := line(0)
-	switch {
-	case !complete:
-		return 0, false
-	case !valid || count > 1<<20:
-		return 0, true // malformed, or beyond any limit
-	case count <= 0:
-		return p, false // an empty command
-	}
-	for range count {
-		if p >= len(b) {
-			return 0, false
-		}
-		if b[p] != '$' {
-			return 0, true
-		}
-		l, valid, q, complete := line(p)
-		if !complete {
-			return 0, false
-		}
-		if !valid || l < 0 || l > int64(len(b)) {
-			return 0, !valid || l < 0
-		}
-		p = q + int(l) + 2
-		if p > len(b) {
-			return 0, false
-		}
-	}
-	return 0, true
 }
 
 func (c *client) readFailed(err error) {
@@ -401,6 +391,13 @@ const writeTimeout = time.Minute
 
 // write writes p; the caller holds wmu.
 func (c *client) write(p []byte) bool {
+	if c.looped() {
+		err := c.lc.Write(p) // queues what the socket does not take
+		if err == nil {
+			c.s.stats.netOut.Add(int64(len(p)))
+		}
+		return err == nil
+	}
 	if since := time.Since(c.created); c.wdl-since < writeTimeout/2 {
 		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 		c.wdl = since + writeTimeout
@@ -417,7 +414,7 @@ func (c *client) push(p []byte) {
 	if len(c.pending) > 64<<20 {
 		// The client does not read: drop it rather than grow forever.
 		c.pmu.Unlock()
-		c.nc.Close()
+		c.kill()
 		return
 	}
 	c.pending = append(c.pending, p...)
@@ -459,7 +456,7 @@ func (c *client) startPusher() {
 			ok := c.write(p)
 			c.wmu.Unlock()
 			if !ok {
-				c.nc.Close()
+				c.kill()
 				return
 			}
 		}
@@ -496,6 +493,12 @@ func (c *client) process(args [][]byte) {
 	}
 	cmd, badSub, lower := s.cmds.lookup(args, c.lower)
 	c.lower = lower
+	if cmd != nil && c.looped() && s.offLoop(cmd) {
+		// It may wait (for an fsync, say): a goroutine runs it, and
+		// the connection from then on.
+		c.leave = true
+		return
+	}
 	// Deferred commits are committed before anything but another blind
 	// write runs, so that every other command sees them.
 	c.blind = c.deferrable(cmd, args)

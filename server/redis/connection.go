@@ -464,7 +464,7 @@ func cmdClientKill(c *client, args [][]byte) {
 		if x == c {
 			c.closeNow = true
 		} else {
-			x.nc.Close()
+			x.kill()
 		}
 		killed++
 	}

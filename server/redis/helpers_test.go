@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,7 +47,7 @@ func startServer(t *testing.T, configure func(*Server)) *testServer {
 		t.Fatal(err)
 	}
 	ts := &testServer{t: t, db: db, dir: dir, done: make(chan error, 1)}
-	ts.srv = &Server{DB: db, Logger: testLogger(t)}
+	ts.srv = &Server{DB: db, Logger: testLogger(t), EventLoops: testEventLoops(t)}
 	if configure != nil {
 		configure(ts.srv)
 	}
@@ -64,6 +65,21 @@ func startServer(t *testing.T, configure func(*Server)) *testServer {
 		db.Close()
 	})
 	return ts
+}
+
+// testEventLoops returns the Server.EventLoops the tests use: the default,
+// unless CASKADE_TEST_EVENT_LOOPS says otherwise (CI runs the package once
+// more with -1, a goroutine per client).
+func testEventLoops(t *testing.T) int {
+	v := os.Getenv("CASKADE_TEST_EVENT_LOOPS")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("CASKADE_TEST_EVENT_LOOPS=%q: %v", v, err)
+	}
+	return n
 }
 
 // rawConn is a client speaking raw bytes.

@@ -302,38 +302,6 @@ func TestPipelinedWritesPartlyFail(t *testing.T) {
 	}
 }
 
-// TestCompleteCommand checks the test that decides whether reading the
-// next command would wait.
-func TestCompleteCommand(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want bool
-	}{
-		{"PING\r\n", true},
-		{"PING", false},
-		{"\r\n", false},
-		{" \t\r\n", false},
-		{"\r\n\r\nPING\r\n", true},
-		{"\r\n\r\nPI", false},
-		{"*0\r\n", false},
-		{"*-1\r\n", false},
-		{"*0\r\n*1\r\n$4\r\nPING\r\n", true},
-		{"*0\r\n*1\r\n$4\r\nPI", false},
-		{"*1\r\n$4\r\nPING\r\n", true},
-		{"*1\r\n$4\r\nPING\r", false},
-		{"*1\r\n$4\r\nPI", false},
-		{"*1\r", false},
-		{"*x\r\n", true},       // malformed: the reader fails at once
-		{"*1\r\n+4\r\n", true}, // malformed
-		{"*1\r\n$-4\r\n", true},
-		{"*2\r\n$1\r\na\r\n", false},
-	} {
-		if got := completeCommand([]byte(tc.in)); got != tc.want {
-			t.Errorf("completeCommand(%q) = %v, want %v", tc.in, got, tc.want)
-		}
-	}
-}
-
 // TestEmptyCommandsAfterWrite checks that empty commands after a write do
 // not hold back its commit and reply.
 func TestEmptyCommandsAfterWrite(t *testing.T) {

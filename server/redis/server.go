@@ -14,6 +14,7 @@ import (
 
 	"github.com/caskade/caskade"
 	"github.com/caskade/caskade/server/metrics"
+	"github.com/caskade/caskade/server/netloop"
 )
 
 // Defaults for zero fields of Server.
@@ -89,6 +90,11 @@ type Server struct {
 	// SHUTDOWN makes the Server shut itself down (Shutdown in a new
 	// goroutine) without closing the DB.
 	ShutdownFunc func()
+	// EventLoops is the number of event loops serving TCP and unix socket
+	// clients (see loop.go): 0 means one per processor (GOMAXPROCS), and
+	// a negative number serves every client on a goroutine of its own.
+	// Event loops exist on Linux; elsewhere every client has a goroutine.
+	EventLoops int
 
 	initOnce sync.Once
 	cfg      runtimeConfig
@@ -117,6 +123,11 @@ type Server struct {
 	bgsave     atomic.Bool
 	merging    atomic.Bool
 	unsub      func()
+
+	loopOnce   sync.Once
+	loops      []*netloop.Loop
+	nextLoop   atomic.Uint64
+	syncAlways bool // the DB syncs every commit: commits leave the loops
 }
 
 // runtimeConfig holds the settings CONFIG SET may change.
@@ -310,6 +321,7 @@ func (s *Server) accept(nc net.Conn) {
 		return
 	}
 	c := newClient(s, nc)
+	c.lc = s.loopConn(nc)
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -321,15 +333,17 @@ func (s *Server) accept(nc net.Conn) {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.Metrics.ConnOpened(metrics.ProtocolRedis)
-	go func() {
-		defer s.wg.Done()
-		c.serve()
+	c.gone = func() {
 		s.mu.Lock()
 		delete(s.clients, c)
 		s.mu.Unlock()
 		s.nclients.Add(-1)
 		s.Metrics.ConnClosed(metrics.ProtocolRedis)
-	}()
+		s.wg.Done()
+	}
+	if c.lc == nil || !s.attach(c) {
+		go c.serve()
+	}
 }
 
 // ServeConn serves one already accepted connection on the calling
@@ -382,10 +396,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-waited:
+		s.stopLoops()
 		return nil
 	case <-ctx.Done():
 		s.Close()
 		<-waited
+		s.stopLoops()
 		return ctx.Err()
 	}
 }
@@ -397,9 +413,13 @@ func (s *Server) Close() error {
 	s.beginClose()
 	s.mu.Lock()
 	for c := range s.clients {
-		c.nc.Close()
+		c.kill()
 	}
 	s.mu.Unlock()
+	go func() {
+		s.wg.Wait()
+		s.stopLoops()
+	}()
 	return nil
 }
 

@@ -1,0 +1,336 @@
+//go:build linux
+
+package netloop
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// echo is a Handler that answers each line with the line in upper case,
+// written at the end of the turn; a line "detach" hands the connection
+// to a goroutine that answers in lower case; a line "big N" answers N
+// bytes of a repeating pattern.
+type echo struct {
+	t       *testing.T
+	nc      net.Conn
+	c       *Conn
+	in      []byte
+	out     []byte
+	serves  atomic.Int64
+	idle    chan struct{}
+	closed  chan struct{}
+	endTurn atomic.Int64
+}
+
+func (e *echo) Serve() {
+	e.serves.Add(1)
+	var buf [4096]byte
+	n, err := e.c.Read(buf[:])
+	if errors.Is(err, ErrWouldBlock) {
+		return
+	}
+	if err != nil {
+		e.close()
+		return
+	}
+	e.in = append(e.in, buf[:n]...)
+	for {
+		i := bytes.IndexByte(e.in, '\n')
+		if i < 0 {
+			return
+		}
+		line := string(e.in[:i])
+		e.in = e.in[i+1:]
+		switch {
+		case line == "detach":
+			// The new owner writes what the socket has not taken, then
+			// the answers of this turn, then its own.
+			rest := append(e.c.Detach(), e.out...)
+			pending := append([]byte(nil), e.in...)
+			go e.goroutine(rest, pending)
+			return
+		case strings.HasPrefix(line, "big "):
+			var n int
+			for _, ch := range line[4:] {
+				n = n*10 + int(ch-'0')
+			}
+			e.out = append(e.out, pattern(n)...)
+		default:
+			e.out = append(e.out, strings.ToUpper(line)+"\n"...)
+		}
+	}
+}
+
+func (e *echo) EndTurn() {
+	e.endTurn.Add(1)
+	if len(e.out) > 0 {
+		if err := e.c.Write(e.out); err != nil {
+			e.close()
+			return
+		}
+		e.out = e.out[:0]
+	}
+}
+
+func (e *echo) Idle() {
+	close(e.idle)
+	e.close()
+}
+
+func (e *echo) close() {
+	e.c.Detach()
+	e.nc.Close()
+	close(e.closed)
+}
+
+// goroutine serves the connection after "detach" with blocking reads.
+func (e *echo) goroutine(rest, pending []byte) {
+	if len(rest) > 0 {
+		e.nc.Write(rest)
+	}
+	r := bufio.NewReader(io.MultiReader(bytes.NewReader(pending), e.nc))
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			e.nc.Close()
+			close(e.closed)
+			return
+		}
+		e.nc.Write([]byte(strings.ToLower(line)))
+	}
+}
+
+func pattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + i%26)
+	}
+	return b
+}
+
+// setup starts a loop and a listener whose connections it serves with
+// echo handlers, sent on the returned channel.
+func setup(t *testing.T, opts Options) (net.Listener, chan *echo) {
+	t.Helper()
+	l, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	handlers := make(chan *echo, 64)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c, err := Wrap(nc)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			e := &echo{t: t, nc: nc, c: c, idle: make(chan struct{}), closed: make(chan struct{})}
+			if err := l.Attach(c, e); err != nil {
+				t.Error(err)
+				return
+			}
+			handlers <- e
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+		l.Close()
+	})
+	return ln, handlers
+}
+
+func dial(t *testing.T, ln net.Listener) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	return nc, bufio.NewReader(nc)
+}
+
+func expectLine(t *testing.T, r *bufio.Reader, want string) {
+	t.Helper()
+	got, err := r.ReadString('\n')
+	if err != nil || got != want+"\n" {
+		t.Fatalf("read %q, %v; want %q", got, err, want)
+	}
+}
+
+// TestManyConnections checks that a loop serves many connections, each
+// in order, with one write per turn.
+func TestManyConnections(t *testing.T) {
+	ln, _ := setup(t, Options{})
+	const conns, lines = 20, 200
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nc, r := dial(t, ln)
+			for j := range lines {
+				// Pipelined in pairs: two lines, then both answers.
+				if _, err := nc.Write([]byte(strings.Repeat("x", i) + "a\nb" + string(rune('a'+j%26)) + "\n")); err != nil {
+					t.Error(err)
+					return
+				}
+				for _, want := range []string{strings.Repeat("X", i) + "A", "B" + string(rune('A'+j%26))} {
+					got, err := r.ReadString('\n')
+					if err != nil || got != want+"\n" {
+						t.Errorf("conn %d line %d: %q, %v; want %q", i, j, got, err, want)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestBacklog checks that output the socket does not take is queued and
+// sent in order once the client reads, and that the handler sees the
+// backlog meanwhile.
+func TestBacklog(t *testing.T) {
+	ln, handlers := setup(t, Options{})
+	nc, r := dial(t, ln)
+	e := <-handlers
+	const size = 32 << 20 // far more than the socket buffers hold
+	if _, err := nc.Write([]byte("big 33554432\nping\n")); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the loop has queued output: the client reads nothing.
+	deadline := time.Now().Add(10 * time.Second)
+	for !e.c.Backlogged() {
+		if time.Now().After(deadline) {
+			t.Fatal("no backlog after a 32 MiB reply that nobody reads")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	got := make([]byte, size)
+	if _, err := io.ReadFull(r, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, pattern(size)) {
+		t.Fatal("the big reply arrived damaged or out of order")
+	}
+	expectLine(t, r, "PING")
+	// Input is served again once the backlog has drained.
+	nc.Write([]byte("again\n"))
+	expectLine(t, r, "AGAIN")
+	if e.c.Backlogged() {
+		t.Error("still backlogged after the client read everything")
+	}
+}
+
+// TestKick checks that Kick makes the loop serve a connection without
+// input.
+func TestKick(t *testing.T) {
+	ln, handlers := setup(t, Options{})
+	nc, r := dial(t, ln)
+	nc.Write([]byte("hi\n"))
+	expectLine(t, r, "HI")
+	e := <-handlers
+	before := e.serves.Load()
+	e.c.Kick()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.serves.Load() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("Kick did not make the loop serve the connection")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestIdle checks that a connection that sends nothing for the idle
+// timeout gets Idle, and one that keeps talking does not.
+func TestIdle(t *testing.T) {
+	ln, handlers := setup(t, Options{IdleTimeout: func() time.Duration { return 100 * time.Millisecond }})
+	quiet, _ := dial(t, ln)
+	eq := <-handlers
+	busy, rb := dial(t, ln)
+	eb := <-handlers
+	stop := time.After(300 * time.Millisecond)
+	for talking := true; talking; {
+		select {
+		case <-stop:
+			talking = false
+		case <-time.After(20 * time.Millisecond):
+			busy.Write([]byte("x\n"))
+			expectLine(t, rb, "X")
+		}
+	}
+	select {
+	case <-eq.idle:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the quiet connection got no Idle")
+	}
+	select {
+	case <-eb.idle:
+		t.Fatal("the busy connection got Idle")
+	default:
+	}
+	if _, err := quiet.Read(make([]byte, 1)); err == nil {
+		t.Error("the idle connection is still open")
+	}
+}
+
+// TestDetach checks that a detached connection is served by its new
+// owner only, from the first byte the loop did not consume.
+func TestDetach(t *testing.T) {
+	ln, handlers := setup(t, Options{})
+	nc, r := dial(t, ln)
+	nc.Write([]byte("one\ndetach\nTwo\n"))
+	expectLine(t, r, "ONE")
+	expectLine(t, r, "two")
+	nc.Write([]byte("Three\n"))
+	expectLine(t, r, "three")
+	e := <-handlers
+	if e.c.Attached() {
+		t.Error("still attached after Detach")
+	}
+	nc.Close()
+	select {
+	case <-e.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the goroutine did not see the close")
+	}
+}
+
+// TestCloseFromOutside checks that closing a connection from another
+// goroutine, then kicking it, lets its handler see the close.
+func TestCloseFromOutside(t *testing.T) {
+	ln, handlers := setup(t, Options{})
+	nc, r := dial(t, ln)
+	nc.Write([]byte("hi\n"))
+	expectLine(t, r, "HI")
+	e := <-handlers
+	e.nc.Close()
+	e.c.Kick()
+	select {
+	case <-e.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler did not see its connection closed")
+	}
+}

@@ -1,0 +1,237 @@
+package redis
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/netloop"
+)
+
+// Event loops (package netloop) serve TCP and unix socket clients: each
+// loop waits on epoll for its clients and runs the commands of each ready
+// one in turn, writing all replies at the end of the turn, as Redis does.
+// A client leaves its loop for a goroutine of its own, for good, when a
+// command may wait on something other than the CPU: under SyncAlways a
+// command that commits (its fsync would stall every client of the loop),
+// and SAVE, DEBUG and SHUTDOWN. It leaves too when a command is bigger
+// than the read buffer, which the reader then reads from the socket.
+// Connections without a file descriptor (TLS, ServeConn's) always have a
+// goroutine.
+
+// startLoops creates the event loops, once, at the first accepted
+// connection.
+func (s *Server) startLoops() {
+	s.loopOnce.Do(func() {
+		n := s.EventLoops
+		if n == 0 {
+			n = runtime.GOMAXPROCS(0)
+		}
+		idle := func() time.Duration { return time.Duration(s.cfg.idleAtomic.Load()) }
+		for range n {
+			l, err := netloop.New(netloop.Options{IdleTimeout: idle})
+			if err != nil {
+				if !errors.Is(err, netloop.ErrUnsupported) {
+					s.log.Warn("redis: no event loop; serving each client on a goroutine", "err", err)
+				}
+				break
+			}
+			s.loops = append(s.loops, l)
+		}
+		s.syncAlways = s.DB != nil && s.DB.SyncPolicy() == caskade.SyncAlways
+	})
+}
+
+// loopConn prepares nc for an event loop; nil if it is to have a
+// goroutine.
+func (s *Server) loopConn(nc net.Conn) *netloop.Conn {
+	if s.EventLoops < 0 {
+		return nil
+	}
+	lc, err := netloop.Wrap(nc)
+	if err != nil {
+		return nil
+	}
+	return lc
+}
+
+// attach puts c on an event loop; false if it needs a goroutine.
+func (s *Server) attach(c *client) bool {
+	s.startLoops()
+	if len(s.loops) == 0 {
+		return false
+	}
+	l := s.loops[s.nextLoop.Add(1)%uint64(len(s.loops))]
+	if err := l.Attach(c.lc, c); err != nil {
+		return false
+	}
+	// Interrupted before it was attached: the interrupt's kick found no
+	// loop to wake.
+	c.lmu.Lock()
+	closing := c.closing
+	c.lmu.Unlock()
+	if closing {
+		c.lc.Kick()
+	}
+	return true
+}
+
+// stopLoops stops the event loops once no client is left on them.
+func (s *Server) stopLoops() {
+	s.loopOnce.Do(func() {}) // none are started after this
+	for _, l := range s.loops {
+		l.Close()
+	}
+}
+
+// offLoop reports whether cmd must run off the event loop.
+func (s *Server) offLoop(cmd *command) bool {
+	if cmd.parent != nil {
+		cmd = cmd.parent
+	}
+	switch cmd.name {
+	case "save", "debug", "shutdown":
+		return true
+	case "exec", "csk.commit":
+		return s.syncAlways
+	}
+	return s.syncAlways && cmd.has(fWrite)
+}
+
+// looped reports whether an event loop serves c.
+func (c *client) looped() bool { return c.lc != nil && c.lc.Attached() }
+
+// Serve runs the commands that have arrived (netloop.Handler). It reads at
+// most once: the loop comes back when more arrives.
+func (c *client) Serve() {
+	defer c.loopPanic()
+	read := false
+	for !c.lc.Backlogged() {
+		if !c.commandBuffered() {
+			if read {
+				return
+			}
+			read = true
+			if c.br.Buffered() == c.br.Size() {
+				// A command bigger than the buffer: the reader reads the
+				// rest from the socket, which takes a goroutine.
+				c.leaveLoop(nil)
+				return
+			}
+			c.buffered = 0
+			if _, err := c.br.Peek(c.br.Buffered() + 1); err != nil {
+				if errors.Is(err, netloop.ErrWouldBlock) {
+					return
+				}
+				c.readFailed(err)
+				c.closeOnLoop()
+				return
+			}
+			continue
+		}
+		if !c.readyToRead() {
+			c.flush()
+			c.closeOnLoop()
+			return
+		}
+		args, err := c.rd.ReadCommand(c.args)
+		if err != nil {
+			c.readFailed(err)
+			c.closeOnLoop()
+			return
+		}
+		if !c.run(args) {
+			c.closeOnLoop()
+			return
+		}
+		if c.leave {
+			c.leave = false
+			c.leaveLoop(args)
+			return
+		}
+	}
+}
+
+// EndTurn writes the replies of the commands run in the loop's turn
+// (netloop.Handler).
+func (c *client) EndTurn() {
+	defer c.loopPanic()
+	c.ended = time.Time{}
+	c.unflushed = 0
+	if !c.flush() {
+		c.closeOnLoop()
+	}
+}
+
+// Idle closes the client after the idle timeout, unless it is a MONITOR
+// (netloop.Handler).
+func (c *client) Idle() {
+	if c.monitor.Load() {
+		return
+	}
+	c.flush()
+	c.closeOnLoop()
+}
+
+// loopPanic ends, as the deferred call of a loop's call into the client,
+// a client whose command panicked; the loop and its other clients go on.
+func (c *client) loopPanic() {
+	if r := recover(); r != nil {
+		c.s.panics.Add(1)
+		c.s.log.Error("redis: panic serving a client; connection closed",
+			"addr", c.addr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		c.closeOnLoop()
+	}
+}
+
+// detach takes c off its loop, returning the output the socket has not
+// taken yet.
+func (c *client) detach() []byte {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.lc.Detach()
+}
+
+// closeOnLoop ends a client its loop served.
+func (c *client) closeOnLoop() {
+	if !c.looped() {
+		return
+	}
+	if rest := c.detach(); len(rest) > 0 {
+		// Replies the client has not taken yet: a goroutine waits until
+		// it does (or the write timeout) before closing.
+		go func() {
+			c.wmu.Lock()
+			c.write(rest)
+			c.wmu.Unlock()
+			c.end()
+		}()
+		return
+	}
+	c.end()
+}
+
+// leaveLoop hands c to a goroutine of its own, which first runs args (a
+// command read but not run), if not nil.
+func (c *client) leaveLoop(args [][]byte) {
+	rest := c.detach()
+	go func() {
+		defer c.endGoroutine()
+		if len(rest) > 0 {
+			c.wmu.Lock()
+			ok := c.write(rest)
+			c.wmu.Unlock()
+			if !ok {
+				return
+			}
+		}
+		if args != nil && !c.run(args) {
+			return
+		}
+		c.serveRead()
+	}()
+}

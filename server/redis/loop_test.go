@@ -1,0 +1,174 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caskade/caskade"
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// onLoop reports whether the server's only client is served by an event
+// loop.
+func onLoop(t *testing.T, s *Server) bool {
+	t.Helper()
+	cs := s.allClients()
+	if len(cs) != 1 {
+		t.Fatalf("%d clients, want 1", len(cs))
+	}
+	return cs[0].looped()
+}
+
+// skipWithoutLoops skips a test of the event loops where there are none.
+func skipWithoutLoops(t *testing.T) {
+	if runtime.GOOS != "linux" || testEventLoops(t) < 0 {
+		t.Skip("no event loops here")
+	}
+}
+
+// TestLoopBigCommand checks that a command bigger than the read buffer is
+// read whole (by the goroutine the client then moves to).
+func TestLoopBigCommand(t *testing.T) {
+	skipWithoutLoops(t)
+	ts := startServer(t, nil)
+	c := ts.dial()
+	c.do(cmd("PING"), "+PONG\r\n")
+	if !onLoop(t, ts.srv) {
+		t.Fatal("a new TCP client is not on an event loop")
+	}
+	big := strings.Repeat("v", 1<<20)
+	c.do(cmd("SET", "k", big)+cmd("STRLEN", "k"), "+OK\r\n:1048576\r\n")
+	if onLoop(t, ts.srv) {
+		t.Error("still on the loop after a command bigger than its buffer")
+	}
+	c.do(cmd("GET", "k"), fmt.Sprintf("$%d\r\n%s\r\n", len(big), big))
+}
+
+// TestLoopSlowReader checks that a client that does not read its replies
+// holds up neither the other clients of its loop nor its own replies,
+// which arrive whole and in order once it reads.
+func TestLoopSlowReader(t *testing.T) {
+	skipWithoutLoops(t)
+	ts := startServer(t, func(s *Server) { s.EventLoops = 1 })
+	val := strings.Repeat("x", 256<<10)
+	setup := ts.dial()
+	setup.do(cmd("SET", "big", val), "+OK\r\n")
+	slow := ts.dial()
+	const n = 128 // 32 MiB of replies, far more than the socket buffers hold
+	var req strings.Builder
+	for i := range n {
+		req.WriteString(cmd("GET", "big"))
+		req.WriteString(cmd("ECHO", fmt.Sprint(i)))
+	}
+	go slow.nc.Write([]byte(req.String()))
+	// The other client, on the same loop, is served meanwhile.
+	for range 100 {
+		setup.do(cmd("PING"), "+PONG\r\n")
+	}
+	slow.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	want := fmt.Sprintf("$%d\r\n%s\r\n", len(val), val)
+	got := make([]byte, len(want))
+	for i := range n {
+		if _, err := io.ReadFull(slow.br, got); err != nil {
+			t.Fatalf("reply %d: %v", i, err)
+		}
+		if string(got) != want {
+			t.Fatalf("reply %d is not the value", i)
+		}
+		slow.expect(fmt.Sprintf("$%d\r\n%d\r\n", len(fmt.Sprint(i)), i))
+	}
+	slow.do(cmd("PING"), "+PONG\r\n")
+}
+
+// TestLoopSyncAlways checks that under SyncAlways a command that commits
+// moves its client off the loop (its fsync would stall the loop's other
+// clients), while reads stay, and that concurrent writers still share
+// commits correctly.
+func TestLoopSyncAlways(t *testing.T) {
+	skipWithoutLoops(t)
+	dir := t.TempDir()
+	db, err := caskade.Open(dir, &caskade.Options{Sync: caskade.SyncAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	srv := &Server{DB: db, Logger: testLogger(t)}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	defer func() {
+		srv.Close()
+		<-done
+	}()
+	ts := &testServer{t: t, srv: srv, db: db, addr: l.Addr().String()}
+	c := ts.dial()
+	c.do(cmd("GET", "a"), "$-1\r\n")
+	if !onLoop(t, srv) {
+		t.Fatal("a reading client is not on the loop")
+	}
+	c.do(cmd("SET", "a", "1"), "+OK\r\n")
+	if onLoop(t, srv) {
+		t.Fatal("a writing client is still on the loop under SyncAlways")
+	}
+	c.nc.Close()
+	rdb := goredis.NewClient(&goredis.Options{Addr: ts.addr, PoolSize: 16})
+	defer rdb.Close()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				if err := rdb.Incr(ctx, "n").Err(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n, err := rdb.Get(ctx, "n").Int(); err != nil || n != 800 {
+		t.Fatalf("n = %d, %v; want 800", n, err)
+	}
+}
+
+// TestLoopClientKill checks that CLIENT KILL and Shutdown end idle
+// clients on a loop at once.
+func TestLoopClientKill(t *testing.T) {
+	skipWithoutLoops(t)
+	ts := startServer(t, nil)
+	victim := ts.dial()
+	victim.do(cmd("CLIENT", "ID"), "")
+	id, err := victim.br.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	killer := ts.dial()
+	killer.do(cmd("CLIENT", "KILL", "ID", strings.TrimSpace(strings.TrimPrefix(id, ":"))), ":1\r\n")
+	victim.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := victim.br.ReadByte(); err != io.EOF {
+		t.Fatalf("killed client read %v, want EOF", err)
+	}
+	idle := ts.dial()
+	idle.do(cmd("PING"), "+PONG\r\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := ts.srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with an idle client on a loop: %v", err)
+	}
+	idle.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := idle.br.ReadByte(); err != io.EOF {
+		t.Fatalf("idle client read %v after Shutdown, want EOF", err)
+	}
+}
