@@ -139,7 +139,7 @@ Every flag can also be given as an environment variable CASKADE_<FLAG>
 	f.StringVar(&cfg.memcacheUDPAddr, "memcache-udp-addr", "", "memcached protocol UDP address (off by default: UDP invites reflection attacks)")
 	f.StringVar(&cfg.httpAddr, "http-addr", "127.0.0.1:8379", "HTTP API and /metrics address (empty disables)")
 	f.BoolVar(&cfg.pprof, "pprof", false, "serve /debug/pprof on the HTTP address")
-	f.IntVar(&cfg.eventLoops, "event-loops", 0, "event loops serving Redis connections (0: one per processor; -1: a goroutine per connection)")
+	f.IntVar(&cfg.eventLoops, "event-loops", 0, "event loops serving Redis and memcached connections (0: one per processor; -1: a goroutine per connection)")
 	return cmd
 }
 
@@ -319,7 +319,7 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		}
 		listeners = append(listeners, tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
 	}
-	mc := &memcache.Server{DB: db, MaxConns: cfg.maxclients, IdleTimeout: srv.IdleTimeout, Password: cfg.requirepass, Logger: log, Metrics: m}
+	mc := &memcache.Server{DB: db, MaxConns: cfg.maxclients, IdleTimeout: srv.IdleTimeout, Password: cfg.requirepass, Logger: log, Metrics: m, EventLoops: cfg.eventLoops}
 	web := &httpapi.Server{DB: db, Password: cfg.requirepass, EnablePprof: cfg.pprof, Logger: log, Metrics: m}
 	var mcListener, httpListener net.Listener
 	var udp net.PacketConn

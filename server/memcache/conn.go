@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/caskade/caskade/server/netloop"
 )
 
 // readBufferSize is the initial read buffer of a TCP connection; values
@@ -21,23 +23,50 @@ const maxRetainedOutput = 256 << 10
 type conn struct {
 	s           *Server
 	nc          net.Conn
+	lc          *netloop.Conn // the connection's place on an event loop (loop.go), if it has one
+	gone        func()        // called once the connection has ended
 	sess        session
 	interrupted atomic.Bool
 }
 
-func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{s: s, nc: nc}
-	c.sess.init(s, newReader(nc, readBufferSize), false)
+func newConn(s *Server, nc net.Conn, lc *netloop.Conn) *conn {
+	c := &conn{s: s, nc: nc, lc: lc}
+	c.sess.init(s, newReader(connSource{c}, readBufferSize), false)
 	c.sess.authed = s.Password == ""
 	c.sess.r.before = c.beforeRead
 	c.sess.flush = c.flush
 	return c
 }
 
+// connSource reads a connection's input from its loop while it has one,
+// else from the socket, blocking.
+type connSource struct{ c *conn }
+
+func (r connSource) Read(p []byte) (int, error) {
+	if r.c.looped() {
+		return r.c.lc.Read(p)
+	}
+	return r.c.nc.Read(p)
+}
+
 // interrupt wakes the connection's blocked read so it notices Shutdown.
 func (c *conn) interrupt() {
 	c.interrupted.Store(true)
 	c.nc.SetReadDeadline(time.Now())
+	c.kick()
+}
+
+// kill closes the connection from another goroutine.
+func (c *conn) kill() {
+	c.nc.Close()
+	c.kick()
+}
+
+// kick makes the event loop serving the connection, if any, look at it.
+func (c *conn) kick() {
+	if c.lc != nil {
+		c.lc.Kick()
+	}
 }
 
 // beforeRead runs before every blocking read: replies are flushed first (so
@@ -63,6 +92,18 @@ func (c *conn) flush() error {
 	ss.commitPending()
 	if len(ss.out) == 0 {
 		return nil
+	}
+	if c.looped() {
+		// The loop queues what the socket does not take.
+		err := c.lc.Write(ss.out)
+		if err == nil {
+			ss.count.add(statBytesWritten, uint64(len(ss.out)))
+		}
+		ss.out = ss.out[:0]
+		if cap(ss.out) > maxRetainedOutput {
+			ss.out = nil
+		}
+		return err
 	}
 	if t := c.s.IdleTimeout; t > 0 {
 		c.nc.SetWriteDeadline(time.Now().Add(t))
@@ -91,19 +132,36 @@ func (c *conn) lingerClose() {
 	io.Copy(io.Discard, io.LimitReader(c.nc, 8<<20))
 }
 
+// serve serves the connection on the calling goroutine until it ends.
 func (c *conn) serve() {
+	defer c.endGoroutine()
+	c.serveRead()
+}
+
+// endGoroutine ends a connection served by a goroutine, as its last
+// deferred call.
+func (c *conn) endGoroutine() {
+	if p := recover(); p != nil {
+		c.s.log.Error("memcache: panic serving connection", "remote", c.nc.RemoteAddr().String(), "panic", p)
+	}
+	c.end()
+}
+
+// end writes the last replies, closes the connection and counts it gone.
+func (c *conn) end() {
 	ss := &c.sess
-	defer func() {
-		c.flush()
-		c.nc.Close()
-		ss.count.add(statBytesRead, uint64(ss.r.nread))
-		ss.r.nread = 0
-	}()
-	defer func() {
-		if p := recover(); p != nil {
-			c.s.log.Error("memcache: panic serving connection", "remote", c.nc.RemoteAddr().String(), "panic", p)
-		}
-	}()
+	c.flush()
+	c.nc.Close()
+	ss.count.add(statBytesRead, uint64(ss.r.nread))
+	ss.r.nread = 0
+	if c.gone != nil {
+		c.gone()
+	}
+}
+
+// serveRead reads and runs commands until the connection must end.
+func (c *conn) serveRead() {
+	ss := &c.sess
 	unflushed := 0 // commands run since replies were last written
 	for {
 		err := ss.step()
@@ -135,18 +193,23 @@ func (c *conn) serve() {
 			}
 			continue
 		}
-		switch {
-		case err == errLineTooLong:
-			c.lingerClose()
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			if !c.interrupted.Load() && !c.s.closing.Load() {
-				ss.count.add(statIdleKicks, 1)
-			}
-		case err == errQuit, err == io.EOF, errors.Is(err, net.ErrClosed),
-			err == errLineTooLong, err == ErrServerClosed, err == io.ErrUnexpectedEOF:
-		default:
-			c.s.log.Debug("memcache: connection error", "remote", c.nc.RemoteAddr().String(), "err", err)
-		}
+		c.failed(err)
 		return
+	}
+}
+
+// failed handles the error that ends a connection, before end.
+func (c *conn) failed(err error) {
+	switch {
+	case err == errLineTooLong:
+		c.lingerClose()
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		if !c.interrupted.Load() && !c.s.closing.Load() {
+			c.sess.count.add(statIdleKicks, 1)
+		}
+	case err == errQuit, err == io.EOF, errors.Is(err, net.ErrClosed),
+		err == errLineTooLong, err == ErrServerClosed, err == io.ErrUnexpectedEOF:
+	default:
+		c.s.log.Debug("memcache: connection error", "remote", c.nc.RemoteAddr().String(), "err", err)
 	}
 }

@@ -3,6 +3,8 @@ package memcache
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"io"
 	"testing"
 	"testing/iotest"
 
@@ -67,6 +69,7 @@ func FuzzMemcacheParser(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Add([]byte("set a 0 0 1 noreply\r\nx\r\nms b 1 q\r\ny\r\nset c 0 0 zz\r\nset d 0 0 1\r\nz\r\nmg a v\r\nmn\r\n"))
+	f.Add([]byte("set auth 0 0 20000\r\nset auth 0 0 +5\r\nu pw\r\nget a\r\n"))
 	s := fuzzServer(f)
 	run := func(in []byte, tcp bool) []byte {
 		var ss session
@@ -108,7 +111,44 @@ func FuzzMemcacheParser(f *testing.F) {
 			}
 		}
 		checkDB(t, s.DB)
+		if len(in) <= 512 {
+			checkCommandReady(t, s, in, true)
+			checkCommandReady(t, s, in, false)
+		}
 	})
+}
+
+// errWaited is what the input of checkCommandReady returns past the bytes
+// it has.
+var errWaited = errors.New("the session waited for more input")
+
+// checkCommandReady checks conn.commandReady, which decides when an event
+// loop runs a command, against session.step on every prefix of in: where
+// it finds a command ready, running it must not ask for more input; where
+// it does not, running it must. authed false starts the connection
+// unauthenticated.
+func checkCommandReady(t *testing.T, s *Server, in []byte, authed bool) {
+	for n := range len(in) + 1 {
+		c := &conn{s: s}
+		c.sess.init(s, newReader(io.MultiReader(bytes.NewReader(in[:n]), iotest.ErrReader(errWaited)), max(n, 16)), false)
+		c.sess.authed = authed
+		if n > 0 {
+			c.sess.r.fill(n)
+		}
+		for range 1000 {
+			_, need := c.commandReady()
+			err := c.sess.step()
+			if need == 0 && errors.Is(err, errWaited) {
+				t.Fatalf("%q: commandReady found a command ready, and the session waited for more input", in[:n])
+			}
+			if need > 0 && !errors.Is(err, errWaited) {
+				t.Fatalf("%q: commandReady wants %d bytes, and the session read a command without them (%v)", in[:n], need, err)
+			}
+			if err != nil {
+				break
+			}
+		}
+	}
 }
 
 // FuzzUDPFrame feeds arbitrary datagrams to a UDP worker: no panic, and

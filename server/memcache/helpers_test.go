@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +47,7 @@ func startServerUDP(t testing.TB, opts ...serverOpt) *testServer {
 
 func startServerDB(t testing.TB, db *caskade.DB, withUDP bool, opts ...serverOpt) *testServer {
 	t.Helper()
-	s := &Server{DB: db}
+	s := &Server{DB: db, EventLoops: testEventLoops(t)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -82,6 +84,21 @@ func startServerDB(t testing.TB, db *caskade.DB, withUDP bool, opts ...serverOpt
 		}
 	})
 	return ts
+}
+
+// testEventLoops returns the Server.EventLoops the tests use: the default,
+// unless CASKADE_TEST_EVENT_LOOPS says otherwise (CI runs the package once
+// more with -1, a goroutine per connection).
+func testEventLoops(t testing.TB) int {
+	v := os.Getenv("CASKADE_TEST_EVENT_LOOPS")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("CASKADE_TEST_EVENT_LOOPS=%q: %v", v, err)
+	}
+	return n
 }
 
 // rawClient speaks the text protocol over a plain TCP connection.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/caskade/caskade"
 	"github.com/caskade/caskade/server/metrics"
+	"github.com/caskade/caskade/server/netloop"
 )
 
 // Defaults for zero fields of Server, and fixed protocol limits.
@@ -90,6 +91,12 @@ type Server struct {
 	Logger *slog.Logger
 	// Metrics receives command and connection metrics; nil records none.
 	Metrics *metrics.Metrics
+	// EventLoops is the number of event loops serving TCP connections
+	// (see loop.go): 0 means one per processor (GOMAXPROCS), and a
+	// negative number serves every connection on a goroutine of its own.
+	// Event loops exist on Linux; elsewhere every connection has a
+	// goroutine.
+	EventLoops int
 
 	initOnce sync.Once
 	// Effective settings (defaults applied), fixed by init.
@@ -118,6 +125,11 @@ type Server struct {
 
 	flushMu    sync.Mutex
 	flushTimer *time.Timer
+
+	loopOnce   sync.Once
+	loops      []*netloop.Loop
+	nextLoop   atomic.Uint64
+	syncAlways bool // the DB syncs every commit: commands that write leave the loops
 }
 
 func (s *Server) init() {
@@ -237,7 +249,7 @@ func (s *Server) accept(nc net.Conn) {
 		go refuse(nc, "ERROR Too many open connections\r\n")
 		return
 	}
-	c := newConn(s, nc)
+	c := newConn(s, nc, s.loopConn(nc))
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
@@ -249,18 +261,18 @@ func (s *Server) accept(nc net.Conn) {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.Metrics.ConnOpened(metrics.ProtocolMemcache)
-	go func() {
-		defer s.wg.Done()
-		defer func() {
-			s.mu.Lock()
-			delete(s.conns, c)
-			s.stats.fold(&c.sess.count) // under mu: counted exactly once
-			s.mu.Unlock()
-			s.nconns.Add(-1)
-			s.Metrics.ConnClosed(metrics.ProtocolMemcache)
-		}()
-		c.serve()
-	}()
+	c.gone = func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.stats.fold(&c.sess.count) // under mu: counted exactly once
+		s.mu.Unlock()
+		s.nconns.Add(-1)
+		s.Metrics.ConnClosed(metrics.ProtocolMemcache)
+		s.wg.Done()
+	}
+	if c.lc == nil || !s.attach(c) {
+		go c.serve()
+	}
 }
 
 // refuse sends a last line to a refused client and closes the connection,
@@ -309,10 +321,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		s.stopLoops()
 		return nil
 	case <-ctx.Done():
 		s.closeConns()
 		<-done
+		s.stopLoops()
 		return ctx.Err()
 	}
 }
@@ -324,6 +338,7 @@ func (s *Server) Close() error {
 	s.beginClose()
 	s.closeConns()
 	s.wg.Wait()
+	s.stopLoops()
 	return nil
 }
 
@@ -348,7 +363,7 @@ func (s *Server) beginClose() {
 func (s *Server) closeConns() {
 	s.mu.Lock()
 	for c := range s.conns {
-		c.nc.Close()
+		c.kill()
 	}
 	s.mu.Unlock()
 }

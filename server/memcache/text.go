@@ -522,12 +522,14 @@ func (ss *session) stats() {
 	}
 }
 
+// maxAuthData is the largest data block of an authentication "set".
+const maxAuthData = 16384
+
 // authenticate handles a command on a connection that has not yet
 // authenticated (Server.Password set): only memcached's ASCII
 // authentication, "set <key> <flags> <exptime> <bytes>" with the data
 // "<username> <password>", is accepted.
 func (ss *session) authenticate(name []byte) error {
-	const maxAuth = 16384
 	if string(name) != "set" || len(ss.toks) < 5 {
 		ss.replyErrorAlways(errUnauth)
 		return nil
@@ -537,7 +539,7 @@ func (ss *session) authenticate(name []byte) error {
 		ss.replyErrorAlways(errUnauth)
 		return nil
 	}
-	if n > maxAuth {
+	if n > maxAuthData {
 		ss.replyErrorAlways("CLIENT_ERROR auth token too long")
 		return nil
 	}

@@ -15,6 +15,9 @@ import (
 // wakeID marks the loop's wake-up pipe in epoll events.
 const wakeID = -1
 
+// epollET is EPOLLET as the uint32 of an event (syscall's is negative).
+const epollET = 1 << 31
+
 // Loop is one event loop: a goroutine waiting on an epoll set.
 type Loop struct {
 	epfd   int
@@ -61,6 +64,7 @@ type Conn struct {
 	// Owned by the loop goroutine.
 	events uint32
 	inTurn bool
+	more   bool      // the last read filled the buffer: more input may be waiting
 	active time.Time // of the last read that returned data
 }
 
@@ -79,7 +83,7 @@ func New(opts Options) (*Loop, error) {
 		syscall.Close(epfd)
 		return nil, os.NewSyscallError("pipe2", err)
 	}
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: wakeID}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | epollET, Fd: wakeID}
 	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, p[0], &ev); err != nil {
 		syscall.Close(epfd)
 		syscall.Close(p[0])
@@ -145,7 +149,7 @@ func (l *Loop) Attach(c *Conn, h Handler) error {
 	l.mu.Unlock()
 	var cerr error
 	err := c.rc.Control(func(fd uintptr) {
-		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: c.id, Pad: c.gen}
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET, Fd: c.id, Pad: c.gen}
 		cerr = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, int(fd), &ev)
 	})
 	if err == nil && cerr != nil {
@@ -202,6 +206,7 @@ func (l *Loop) run() {
 	evs := make([]syscall.EpollEvent, 256)
 	var drain [64]byte
 	var deadline time.Time
+	var again []*Conn // connections with input left after their last read
 	for {
 		idle := l.idleTimeout()
 		if idle > 0 && (deadline.IsZero() || !l.now.Before(deadline)) {
@@ -216,14 +221,16 @@ func (l *Loop) run() {
 		n := 0
 		// Read calls the function again each time the poller finds the
 		// set ready; the set is empty when it returns false, so no event
-		// can be missed while the goroutine sleeps.
+		// can be missed while the goroutine sleeps. The connections are
+		// edge-triggered: level-triggered ones would be put back in the
+		// set after each wait, and wake the poller once more every turn.
 		rc.Read(func(fd uintptr) bool {
 			k, err := syscall.EpollWait(int(fd), evs, 0)
 			if err != nil {
 				return err != syscall.EINTR // EINTR: try again
 			}
 			n = k
-			return k > 0
+			return k > 0 || len(again) > 0
 		})
 		l.now = time.Now()
 		l.mu.Lock()
@@ -257,6 +264,14 @@ func (l *Loop) run() {
 		}
 		clear(l.kicked)
 		l.kicked = l.kicked[:0]
+		for i, c := range again {
+			if c.loop.Load() == l && !c.inTurn {
+				c.inTurn = true
+				l.turn = append(l.turn, c)
+			}
+			again[i] = nil
+		}
+		again = again[:0]
 		stop := l.stop
 		l.mu.Unlock()
 
@@ -266,7 +281,11 @@ func (l *Loop) run() {
 			}
 			c.events = 0
 			if c.loop.Load() == l {
+				c.more = false
 				c.h.Serve()
+				if c.more && c.loop.Load() == l {
+					again = append(again, c)
+				}
 			}
 		}
 		for i, c := range l.turn {
@@ -332,6 +351,11 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if l := c.loop.Load(); l != nil {
 		c.active = l.now
 	}
+	if n == len(p) {
+		// Events are edge-triggered: the loop serves c again without
+		// one, as what is left brings none.
+		c.more = true
+	}
 	return n, nil
 }
 
@@ -395,9 +419,9 @@ func (c *Conn) arm(out bool) {
 		return
 	}
 	c.armed = out
-	events := uint32(syscall.EPOLLIN | syscall.EPOLLRDHUP)
+	events := uint32(syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET)
 	if out {
-		events = syscall.EPOLLOUT
+		events = syscall.EPOLLOUT | epollET
 	}
 	c.rc.Control(func(fd uintptr) {
 		ev := syscall.EpollEvent{Events: events, Fd: c.id, Pad: c.gen}

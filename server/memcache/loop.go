@@ -1,0 +1,333 @@
+package memcache
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"runtime"
+	"time"
+
+	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/netloop"
+)
+
+// Event loops (package netloop) serve TCP connections: each loop waits on
+// epoll for its connections and runs the commands of each ready one in
+// turn, writing all replies at the end of the turn, as memcached's worker
+// threads do. A command runs on the loop only once it has arrived whole
+// (commandReady), its data block included; the read buffer grows for a
+// value up to the item size limit. A connection leaves its loop for a
+// goroutine of its own, for good, before a command that may wait on
+// something other than the CPU (under SyncAlways, anything but reads: its
+// fsync would stall the loop's other connections) and before a command
+// the loop cannot hold (a data block over the item size limit, which is
+// skipped as it arrives).
+
+// startLoops creates the event loops, once, at the first accepted
+// connection.
+func (s *Server) startLoops() {
+	s.loopOnce.Do(func() {
+		n := s.EventLoops
+		if n == 0 {
+			n = runtime.GOMAXPROCS(0)
+		}
+		idle := func() time.Duration { return s.IdleTimeout }
+		for range n {
+			l, err := netloop.New(netloop.Options{IdleTimeout: idle})
+			if err != nil {
+				if !errors.Is(err, netloop.ErrUnsupported) {
+					s.log.Warn("memcache: no event loop; serving each connection on a goroutine", "err", err)
+				}
+				break
+			}
+			s.loops = append(s.loops, l)
+		}
+		s.syncAlways = s.DB != nil && s.DB.SyncPolicy() == caskade.SyncAlways
+	})
+}
+
+// loopConn prepares nc for an event loop; nil if it is to have a
+// goroutine.
+func (s *Server) loopConn(nc net.Conn) *netloop.Conn {
+	if s.EventLoops < 0 {
+		return nil
+	}
+	lc, err := netloop.Wrap(nc)
+	if err != nil {
+		return nil
+	}
+	return lc
+}
+
+// attach puts c on an event loop; false if it needs a goroutine.
+func (s *Server) attach(c *conn) bool {
+	s.startLoops()
+	if len(s.loops) == 0 {
+		return false
+	}
+	l := s.loops[s.nextLoop.Add(1)%uint64(len(s.loops))]
+	if err := l.Attach(c.lc, c); err != nil {
+		return false
+	}
+	if s.closing.Load() {
+		// Shutdown's interrupt may have found no loop to wake.
+		c.lc.Kick()
+	}
+	return true
+}
+
+// stopLoops stops the event loops once no connection is left on them.
+func (s *Server) stopLoops() {
+	s.loopOnce.Do(func() {}) // none are started after this
+	for _, l := range s.loops {
+		l.Close()
+	}
+}
+
+// looped reports whether an event loop serves c.
+func (c *conn) looped() bool { return c.lc != nil && c.lc.Attached() }
+
+// Serve runs the commands that have arrived (netloop.Handler). It reads at
+// most once: the loop comes back when more arrives.
+func (c *conn) Serve() {
+	defer c.loopPanic()
+	ss := &c.sess
+	read := false
+	for !c.lc.Backlogged() {
+		line, need := c.commandReady()
+		if need > 0 {
+			if read {
+				return
+			}
+			read = true
+			if c.s.closing.Load() {
+				// Shutdown: the commands received have run.
+				c.closeOnLoop(ErrServerClosed)
+				return
+			}
+			if need > c.loopBufferLimit() {
+				c.leaveLoop()
+				return
+			}
+			switch err := c.fill(need); {
+			case errors.Is(err, netloop.ErrWouldBlock):
+				return
+			case err != nil:
+				c.closeOnLoop(err)
+				return
+			}
+			continue
+		}
+		if c.s.syncAlways && !readOnlyLine(line) {
+			c.leaveLoop()
+			return
+		}
+		err := ss.step()
+		if ss.r.nread > 0 {
+			ss.count.add(statBytesRead, uint64(ss.r.nread))
+			ss.r.nread = 0
+		}
+		if err == nil && len(ss.out) >= maxRetainedOutput {
+			err = c.flush()
+		}
+		if err != nil {
+			c.closeOnLoop(err)
+			return
+		}
+	}
+}
+
+// EndTurn writes the replies of the commands run in the loop's turn
+// (netloop.Handler).
+func (c *conn) EndTurn() {
+	defer c.loopPanic()
+	if err := c.flush(); err != nil {
+		c.closeOnLoop(err)
+	}
+}
+
+// Idle closes the connection after the idle timeout (netloop.Handler).
+func (c *conn) Idle() {
+	c.sess.count.add(statIdleKicks, 1)
+	c.closeOnLoop(nil)
+}
+
+// loopPanic ends, as the deferred call of a loop's call into the
+// connection, a connection whose command panicked; the loop and its other
+// connections go on.
+func (c *conn) loopPanic() {
+	if p := recover(); p != nil {
+		c.s.log.Error("memcache: panic serving connection", "remote", c.nc.RemoteAddr().String(), "panic", p)
+		c.closeOnLoop(nil)
+	}
+}
+
+// closeOnLoop ends a connection its loop served, after err (nil: the idle
+// timeout or a panic). A goroutine writes the replies the socket has not
+// taken yet and closes it.
+func (c *conn) closeOnLoop(err error) {
+	if !c.looped() {
+		return
+	}
+	rest := c.lc.Detach()
+	go func() {
+		if len(rest) > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(time.Minute))
+			if _, werr := c.nc.Write(rest); werr != nil {
+				c.end()
+				return
+			}
+		}
+		if err != nil {
+			c.failed(err)
+		}
+		c.end()
+	}()
+}
+
+// leaveLoop hands c to a goroutine of its own.
+func (c *conn) leaveLoop() {
+	rest := c.lc.Detach()
+	go func() {
+		defer c.endGoroutine()
+		if len(rest) > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(time.Minute))
+			if _, err := c.nc.Write(rest); err != nil {
+				return
+			}
+		}
+		c.serveRead()
+	}()
+}
+
+// loopBufferLimit is the largest command (line and data block) a loop
+// buffers whole.
+func (c *conn) loopBufferLimit() int {
+	return c.s.maxItemSize + MaxLineLength + 2
+}
+
+// fill reads once what has arrived after the buffered input, first making
+// room for need bytes in all (growing the buffer if it is full, at most to
+// loopBufferLimit) and, when the buffer is empty, shrinking one that grew
+// for a large value back to its usual size.
+func (c *conn) fill(need int) error {
+	b := c.sess.r
+	if b.r == b.w {
+		b.r, b.w = 0, 0
+		if len(b.buf) > 4*readBufferSize {
+			b.buf = make([]byte, readBufferSize)
+		}
+	} else if b.r > 0 && (b.w == len(b.buf) || need > len(b.buf)-b.r) {
+		n := copy(b.buf, b.buf[b.r:b.w])
+		b.r, b.w = 0, n
+	}
+	if b.w == len(b.buf) {
+		nb := make([]byte, min(max(2*len(b.buf), need), c.loopBufferLimit()))
+		copy(nb, b.buf[:b.w])
+		b.buf = nb
+	}
+	n, err := c.lc.Read(b.buf[b.w:])
+	b.w += n
+	b.nread += int64(n)
+	if err == nil && n == 0 {
+		return netloop.ErrWouldBlock
+	}
+	return err
+}
+
+// commandReady examines the buffered input the way session.step reads
+// it: need is 0 when the next command is all there (or fails at once),
+// line then being its command line; otherwise need is the size the
+// buffered input must reach for it (at least one byte more than now).
+func (c *conn) commandReady() (line []byte, need int) {
+	b := c.sess.r
+	in := b.buf[b.r:b.w]
+	i := bytes.IndexByte(in, '\n')
+	if i < 0 {
+		if len(in) > MaxGetLineLength || (len(in) > MaxLineLength && !isGetLine(in)) {
+			return in, 0 // too long: the reader fails at once
+		}
+		return nil, len(in) + 1
+	}
+	line = in[:i+1]
+	size, ok := dataSize(line, c.sess.authed)
+	if !ok {
+		return line, 0
+	}
+	if total := len(line) + size + 2; len(in) < total {
+		return nil, total
+	}
+	return line, 0
+}
+
+// dataSize returns the size of the data block that session.dispatch reads
+// (or skips) after a command line; ok is false when it reads none.
+func dataSize(line []byte, authed bool) (int, bool) {
+	body := line[:len(line)-1]
+	if len(body) > 0 && body[len(body)-1] == '\r' {
+		body = body[:len(body)-1]
+	}
+	if len(line) < 4 {
+		return 0, false // too short to be a command
+	}
+	var toks [5][]byte
+	n := 0
+	for rest := body; len(rest) > 0 && n < len(toks); {
+		if rest[0] == ' ' {
+			rest = rest[1:]
+			continue
+		}
+		j := bytes.IndexByte(rest, ' ')
+		if j < 0 {
+			j = len(rest)
+		}
+		toks[n], n = rest[:j], n+1
+		rest = rest[j:]
+	}
+	name := body
+	if i := bytes.IndexByte(body, ' '); i >= 0 {
+		name = body[:i]
+	}
+	if !authed {
+		// Only the authentication "set", with a data block of at most
+		// maxAuthData bytes.
+		if string(name) != "set" || n < 5 {
+			return 0, false
+		}
+		size, ok := parseUint(toks[4], 32)
+		if !ok || size > maxAuthData {
+			return 0, false
+		}
+		return int(size), true
+	}
+	at := 4 // set <key> <flags> <exptime> <bytes>
+	switch string(name) {
+	case "set", "add", "replace", "append", "prepend", "cas":
+	case "ms":
+		at = 2 // ms <key> <datalen> <flags>*
+	default:
+		return 0, false
+	}
+	if n <= at {
+		return 0, false
+	}
+	size, ok := parseInt(toks[at], 32)
+	if !ok || size < 0 {
+		return 0, false
+	}
+	return int(size), true
+}
+
+// readOnlyLine reports whether a command line only reads (it may then run
+// on a loop under SyncAlways).
+func readOnlyLine(line []byte) bool {
+	name := line
+	if i := bytes.IndexAny(line, " \r\n"); i >= 0 {
+		name = line[:i]
+	}
+	switch string(name) {
+	case "get", "gets", "mn", "me", "version", "stats", "verbosity", "quit":
+		return true
+	}
+	return false
+}

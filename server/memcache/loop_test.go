@@ -1,0 +1,154 @@
+package memcache
+
+import (
+	"fmt"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bradfitz/gomemcache/memcache"
+	"github.com/caskade/caskade"
+)
+
+// skipWithoutLoops skips a test of the event loops where there are none.
+func skipWithoutLoops(t *testing.T) {
+	if runtime.GOOS != "linux" || testEventLoops(t) < 0 {
+		t.Skip("no event loops here")
+	}
+}
+
+// onLoop reports whether the server's only connection is served by an
+// event loop.
+func onLoop(t *testing.T, s *Server) bool {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.conns) != 1 {
+		t.Fatalf("%d connections, want 1", len(s.conns))
+	}
+	for c := range s.conns {
+		return c.looped()
+	}
+	return false
+}
+
+// TestLoopLargeValues checks that values larger than the read buffer,
+// arriving in pieces, are stored whole by the loop (whose buffer grows
+// for them and shrinks back), and that a data block over the item size
+// limit is refused and skipped.
+func TestLoopLargeValues(t *testing.T) {
+	skipWithoutLoops(t)
+	ts := startServer(t)
+	c := ts.dial(t)
+	for _, n := range []int{100, 20 << 10, 300 << 10, DefaultMaxItemSize} {
+		v := strings.Repeat(string(rune('a'+n%26)), n)
+		req := fmt.Sprintf("set k%d 0 0 %d\r\n%s\r\n", n, n, v)
+		// In pieces, so that the loop sees the command arrive partly.
+		for i := 0; i < len(req); i += 7000 {
+			c.send(req[i:min(i+7000, len(req))])
+		}
+		if l := c.line(); l != "STORED\r\n" {
+			t.Fatalf("set of %d bytes: %q", n, l)
+		}
+		c.do(fmt.Sprintf("get k%d\r\n", n), fmt.Sprintf("VALUE k%d 0 %d\r\n%s\r\nEND\r\n", n, n, v))
+	}
+	if !onLoop(t, ts.s) {
+		t.Error("a value within the item size limit moved the connection off its loop")
+	}
+	big := strings.Repeat("x", DefaultMaxItemSize+1)
+	c.do(fmt.Sprintf("set big 0 0 %d\r\n%s\r\n", len(big), big), "SERVER_ERROR object too large for cache\r\n")
+	c.do("get big\r\n", "END\r\n")
+}
+
+// TestLoopSlowReader checks that a connection that does not read its
+// replies holds up neither the other connections of its loop nor its own
+// replies, which arrive whole and in order once it reads.
+func TestLoopSlowReader(t *testing.T) {
+	skipWithoutLoops(t)
+	ts := startServer(t, func(s *Server) { s.EventLoops = 1 })
+	v := strings.Repeat("v", 512<<10)
+	other := ts.dial(t)
+	other.send(fmt.Sprintf("set big 0 0 %d\r\n%s\r\n", len(v), v))
+	if l := other.line(); l != "STORED\r\n" {
+		t.Fatal(l)
+	}
+	slow := ts.dial(t)
+	const n = 64 // 32 MiB of replies
+	slow.send(strings.Repeat("get big\r\nmn\r\n", n))
+	for range 100 {
+		other.do("version\r\n", "VERSION "+MemcachedVersion+"\r\n")
+	}
+	want := fmt.Sprintf("VALUE big 0 %d\r\n%s\r\nEND\r\nMN\r\n", len(v), v)
+	for i := range n {
+		if got := slow.read(len(want)); got != want {
+			t.Fatalf("reply %d differs", i)
+		}
+	}
+}
+
+// TestLoopSyncAlways checks that under SyncAlways a command that writes
+// moves its connection off the loop while reads stay, and that concurrent
+// writers through gomemcache all land.
+func TestLoopSyncAlways(t *testing.T) {
+	skipWithoutLoops(t)
+	db, err := caskade.Open(t.TempDir(), &caskade.Options{Sync: caskade.SyncAlways, MergeInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startServerDB(t, db, false)
+	c := ts.dial(t)
+	c.do("get a\r\n", "END\r\n")
+	if !onLoop(t, ts.s) {
+		t.Fatal("a reading connection is not on the loop")
+	}
+	c.do("set a 0 0 1\r\nx\r\n", "STORED\r\n")
+	if onLoop(t, ts.s) {
+		t.Fatal("a writing connection is still on the loop under SyncAlways")
+	}
+	c.c.Close()
+	mc := memcache.New(ts.addr)
+	mc.MaxIdleConns = 16
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				if err := mc.Set(&memcache.Item{Key: fmt.Sprintf("g%d-%d", g, i), Value: []byte("v")}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for g := range 16 {
+		for i := range 20 {
+			if _, err := mc.Get(fmt.Sprintf("g%d-%d", g, i)); err != nil {
+				t.Fatalf("g%d-%d: %v", g, i, err)
+			}
+		}
+	}
+}
+
+// TestLoopCloseConns checks that Close ends idle connections on a loop.
+func TestLoopCloseConns(t *testing.T) {
+	skipWithoutLoops(t)
+	db := openDB(t)
+	defer db.Close()
+	s := &Server{DB: db}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(l) }()
+	ts := &testServer{s: s, db: db, addr: l.Addr().String()}
+	c := ts.dial(t)
+	c.do("version\r\n", "VERSION "+MemcachedVersion+"\r\n")
+	s.Close()
+	<-done
+	c.expectClosed("")
+}
