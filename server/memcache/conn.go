@@ -25,6 +25,8 @@ type conn struct {
 	nc          net.Conn
 	lc          *netloop.Conn // the connection's place on an event loop (loop.go), if it has one
 	gone        func()        // called once the connection has ended
+	tc          *turnCommits  // the commits at the end of its event loop's turn, if it has one
+	tcQueued    bool          // c is in tc's list
 	sess        session
 	interrupted atomic.Bool
 }

@@ -88,9 +88,9 @@ func TestLoopSlowReader(t *testing.T) {
 	}
 }
 
-// TestLoopSyncAlways checks that under SyncAlways a command that writes
-// moves its connection off the loop while reads stay, and that concurrent
-// writers through gomemcache all land.
+// TestLoopSyncAlways checks that under SyncAlways reads stay on the loop,
+// that a write moves its connection off it, and that concurrent writers
+// through gomemcache all land.
 func TestLoopSyncAlways(t *testing.T) {
 	skipWithoutLoops(t)
 	db, err := caskade.Open(t.TempDir(), &caskade.Options{Sync: caskade.SyncAlways, MergeInterval: -1})
@@ -103,7 +103,7 @@ func TestLoopSyncAlways(t *testing.T) {
 	if !onLoop(t, ts.s) {
 		t.Fatal("a reading connection is not on the loop")
 	}
-	c.do("set a 0 0 1\r\nx\r\n", "STORED\r\n")
+	c.do("set a 0 0 1\r\nx\r\nset b 0 0 1 noreply\r\ny\r\nget a b\r\n", "STORED\r\nVALUE a 0 1\r\nx\r\nVALUE b 0 1\r\ny\r\nEND\r\n")
 	if onLoop(t, ts.s) {
 		t.Fatal("a writing connection is still on the loop under SyncAlways")
 	}

@@ -50,7 +50,7 @@ func isSetLine(line []byte) bool {
 // canDefer reports whether a plain set should join the run: over TCP,
 // with a run already going or more input buffered behind it.
 func (ss *session) canDefer() bool {
-	return ss.flush != nil && (ss.pend.n > 0 || ss.r.buffered() > 0)
+	return ss.flush != nil && (ss.pend.n > 0 || ss.r.buffered() > 0 || ss.onLoop)
 }
 
 // deferSet adds the plain set req, of command cmd, to the run.
@@ -83,6 +83,13 @@ func (ss *session) commitPending() {
 	} else {
 		errs = ss.s.DB.WriteBatches(p.batches[:p.n])
 	}
+	ss.pendingDone(errs)
+}
+
+// pendingDone puts in place the replies of the run of deferred sets,
+// committed with errs (one per set), and ends the run.
+func (ss *session) pendingDone(errs []error) {
+	p := &ss.pend
 	// The output after the first set's place (replies of commands that
 	// came between the sets) is moved aside and put back around the sets'
 	// replies.
@@ -119,4 +126,52 @@ func (ss *session) commitPending() {
 		p.scratch = nil
 	}
 	p.n, p.bytes = 0, 0
+}
+
+// turnCommits gathers, for one event loop, the connections served in the
+// loop's turn, and commits their runs of deferred sets together at its
+// end: one write and, under SyncAlways, one fsync for all, before any
+// reply of the turn is written.
+type turnCommits struct {
+	s       *Server
+	conns   []*conn
+	batches []*caskade.Batch
+}
+
+// add notes that c is served in the turn.
+func (t *turnCommits) add(c *conn) {
+	if !c.tcQueued {
+		c.tcQueued = true
+		t.conns = append(t.conns, c)
+	}
+}
+
+// commit commits the runs of the connections served in the turn with one
+// DB.WriteBatches, each set still atomic on its own
+// (netloop.Options.TurnDone).
+func (t *turnCommits) commit() {
+	kept := t.conns[:0]
+	for _, c := range t.conns {
+		if !c.looped() {
+			continue // gone to a goroutine, which commits its own run
+		}
+		c.tcQueued = false
+		if p := &c.sess.pend; p.n > 0 {
+			kept = append(kept, c)
+			t.batches = append(t.batches, p.batches[:p.n]...)
+		}
+	}
+	if len(t.batches) > 0 {
+		errs := t.s.DB.WriteBatches(t.batches)
+		at := 0
+		for _, c := range kept {
+			n := c.sess.pend.n
+			c.sess.pendingDone(errs[at : at+n])
+			at += n
+		}
+	}
+	clear(t.conns)
+	t.conns = t.conns[:0]
+	clear(t.batches)
+	t.batches = t.batches[:0]
 }

@@ -75,6 +75,7 @@ type session struct {
 	flush      func() error // nil for UDP
 	now        time.Time    // when the current command started
 	pend       pendingSets  // TCP only
+	onLoop     bool         // an event loop serves the connection: sets wait for the end of its turn
 }
 
 func (ss *session) init(s *Server, r *reader, udp bool) {

@@ -288,6 +288,9 @@ func (l *Loop) run() {
 				}
 			}
 		}
+		if l.opts.TurnDone != nil && len(l.turn) > 0 {
+			l.opts.TurnDone()
+		}
 		for i, c := range l.turn {
 			c.inTurn = false
 			if c.loop.Load() == l {

@@ -61,4 +61,9 @@ type Options struct {
 	// IdleTimeout, if not nil, returns the current idle timeout (0: none);
 	// it is asked once per turn.
 	IdleTimeout func() time.Duration
+	// TurnDone, if not nil, is called on the loop's goroutine once every
+	// ready connection of a turn has been served, before their EndTurn
+	// calls: where a server can commit the writes of the whole turn at
+	// once, before the replies go out.
+	TurnDone func()
 }

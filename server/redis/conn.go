@@ -84,9 +84,11 @@ type client struct {
 	sum          caskade.Batch // an increment's commit (strings.go)
 	buffered     int8          // commandBuffered's answer since the last read: 0 unknown, 1 yes, -1 no
 	pend         pendingRun
-	ended        time.Time // when the last command ended, if the next one runs right after it
-	unflushed    int       // commands run since replies were last written
-	leave        bool      // the command read must run off the event loop (loop.go)
+	ended        time.Time    // when the last command ended, if the next one runs right after it
+	unflushed    int          // commands run since replies were last written
+	leave        bool         // the command read must run off the event loop (loop.go)
+	tc           *turnCommits // the commits at the end of its event loop's turn, if it has one
+	tcQueued     bool         // c is in tc's list
 
 	imu      sync.Mutex
 	name     string
@@ -631,10 +633,10 @@ func (c *client) exec(cmd *command, args [][]byte, now time.Time) {
 	if c.trk.on && cmd.has(fReadonly) {
 		c.s.track.remember(c, cmd, args)
 	}
-	if c.blind && (len(c.pend.cmds) > 0 || c.commandBuffered()) {
-		// A blind write with more of the pipeline buffered: its commit
-		// joins the run's (pipeline.go). It reads nothing, so it cannot
-		// conflict.
+	if c.blind && (len(c.pend.cmds) > 0 || c.commandBuffered() || (c.tc != nil && c.looped())) {
+		// A blind write with more of the pipeline buffered, or on an
+		// event loop: its commit joins the run's (pipeline.go), or the
+		// loop's turn's. It reads nothing, so it cannot conflict.
 		mark := len(c.out)
 		c.st.beginAt(c.s.DB, false, now)
 		c.deferred = true

@@ -15,6 +15,10 @@ import (
 // Event loops (package netloop) serve TCP and unix socket clients: each
 // loop waits on epoll for its clients and runs the commands of each ready
 // one in turn, writing all replies at the end of the turn, as Redis does.
+// The blind writes of a turn (SET, MSET, INCR...; pipeline.go) are
+// committed together at its end, with one DB.WriteBatches for all its
+// clients, before any reply of the turn is written.
+//
 // A client leaves its loop for a goroutine of its own, for good, when a
 // command may wait on something other than the CPU: under SyncAlways a
 // command that commits (its fsync would stall every client of the loop),
@@ -33,7 +37,8 @@ func (s *Server) startLoops() {
 		}
 		idle := func() time.Duration { return time.Duration(s.cfg.idleAtomic.Load()) }
 		for range n {
-			l, err := netloop.New(netloop.Options{IdleTimeout: idle})
+			tc := &turnCommits{s: s}
+			l, err := netloop.New(netloop.Options{IdleTimeout: idle, TurnDone: tc.commit})
 			if err != nil {
 				if !errors.Is(err, netloop.ErrUnsupported) {
 					s.log.Warn("redis: no event loop; serving each client on a goroutine", "err", err)
@@ -41,6 +46,7 @@ func (s *Server) startLoops() {
 				break
 			}
 			s.loops = append(s.loops, l)
+			s.turns = append(s.turns, tc)
 		}
 		s.syncAlways = s.DB != nil && s.DB.SyncPolicy() == caskade.SyncAlways
 	})
@@ -65,8 +71,9 @@ func (s *Server) attach(c *client) bool {
 	if len(s.loops) == 0 {
 		return false
 	}
-	l := s.loops[s.nextLoop.Add(1)%uint64(len(s.loops))]
-	if err := l.Attach(c.lc, c); err != nil {
+	i := s.nextLoop.Add(1) % uint64(len(s.loops))
+	c.tc = s.turns[i]
+	if err := s.loops[i].Attach(c.lc, c); err != nil {
 		return false
 	}
 	// Interrupted before it was attached: the interrupt's kick found no
@@ -88,7 +95,12 @@ func (s *Server) stopLoops() {
 	}
 }
 
-// offLoop reports whether cmd must run off the event loop.
+// offLoop reports whether cmd must run off the event loop. Under
+// SyncAlways that includes every write: even one committed at the end of
+// the turn, with one fsync for all the turn's clients, made the loop wait
+// for the disk instead of reading and running the next commands, which
+// the goroutines of other clients do meanwhile (redis-benchmark -P 16
+// SET ran slower that way, and -P 1 no faster).
 func (s *Server) offLoop(cmd *command) bool {
 	if cmd.parent != nil {
 		cmd = cmd.parent
@@ -218,6 +230,7 @@ func (c *client) closeOnLoop() {
 // leaveLoop hands c to a goroutine of its own, which first runs args (a
 // command read but not run), if not nil.
 func (c *client) leaveLoop(args [][]byte) {
+	c.commitPending() // not left for the end of the turn
 	rest := c.detach()
 	go func() {
 		defer c.endGoroutine()

@@ -87,10 +87,9 @@ func TestLoopSlowReader(t *testing.T) {
 	slow.do(cmd("PING"), "+PONG\r\n")
 }
 
-// TestLoopSyncAlways checks that under SyncAlways a command that commits
-// moves its client off the loop (its fsync would stall the loop's other
-// clients), while reads stay, and that concurrent writers still share
-// commits correctly.
+// TestLoopSyncAlways checks that under SyncAlways reads stay on the loop,
+// that a write moves its client off it (its fsync would stall the loop's
+// other clients), and that concurrent writers all land.
 func TestLoopSyncAlways(t *testing.T) {
 	skipWithoutLoops(t)
 	dir := t.TempDir()
@@ -116,10 +115,12 @@ func TestLoopSyncAlways(t *testing.T) {
 	if !onLoop(t, srv) {
 		t.Fatal("a reading client is not on the loop")
 	}
-	c.do(cmd("SET", "a", "1"), "+OK\r\n")
+	c.do(cmd("SET", "a", "1")+cmd("INCR", "n")+cmd("MSET", "b", "2", "c", "3"), "+OK\r\n:1\r\n+OK\r\n")
 	if onLoop(t, srv) {
 		t.Fatal("a writing client is still on the loop under SyncAlways")
 	}
+	c.do(cmd("MGET", "a", "b", "c", "n"), "*4\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$1\r\n1\r\n")
+	c.do(cmd("DEL", "n"), ":1\r\n")
 	c.nc.Close()
 	rdb := goredis.NewClient(&goredis.Options{Addr: ts.addr, PoolSize: 16})
 	defer rdb.Close()
@@ -170,5 +171,61 @@ func TestLoopClientKill(t *testing.T) {
 	idle.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := idle.br.ReadByte(); err != io.EOF {
 		t.Fatalf("idle client read %v after Shutdown, want EOF", err)
+	}
+}
+
+// TestLoopTurnCommits checks the writes that clients of one loop make in
+// the same turns, committed together at each turn's end: every INCR of a
+// shared counter gets its own result, and each client reads its own
+// writes.
+func TestLoopTurnCommits(t *testing.T) {
+	skipWithoutLoops(t)
+	ts := startServer(t, func(s *Server) { s.EventLoops = 1 })
+	const clients, rounds = 16, 200
+	results := make(chan int64, clients*rounds)
+	var wg sync.WaitGroup
+	for g := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rdb := goredis.NewClient(&goredis.Options{Addr: ts.addr, PoolSize: 1})
+			defer rdb.Close()
+			ctx := context.Background()
+			for i := range rounds {
+				key := fmt.Sprintf("k%d", g)
+				var incr *goredis.IntCmd
+				var get *goredis.StringCmd
+				// The GET reads the last round's SET; the SET and INCR,
+				// blind writes at the end of the input, wait for the
+				// end of the turn.
+				_, err := rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+					get = p.Get(ctx, key)
+					p.Set(ctx, key, i, 0)
+					incr = p.Incr(ctx, "shared")
+					return nil
+				})
+				if err != nil && (i > 0 || err != goredis.Nil) {
+					t.Error(err)
+					return
+				}
+				if v, _ := get.Int(); i > 0 && v != i-1 {
+					t.Errorf("client %d read %d after writing %d", g, v, i-1)
+					return
+				}
+				results <- incr.Val()
+			}
+		}()
+	}
+	wg.Wait()
+	close(results)
+	seen := map[int64]bool{}
+	for r := range results {
+		if r < 1 || r > clients*rounds || seen[r] {
+			t.Fatalf("INCR result %d repeated or out of range", r)
+		}
+		seen[r] = true
+	}
+	if len(seen) != clients*rounds {
+		t.Fatalf("%d distinct INCR results, want %d", len(seen), clients*rounds)
 	}
 }

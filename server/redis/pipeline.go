@@ -108,7 +108,17 @@ func (c *client) deferCommit(cmd *command, mark int) {
 		p.nb++
 	}
 	p.cmds = append(p.cmds, d)
-	if len(p.cmds) >= maxDeferCmds || p.bytes >= maxDeferBytes || !c.commandBuffered() {
+	switch {
+	case len(p.cmds) >= maxDeferCmds || p.bytes >= maxDeferBytes:
+		c.commitPending()
+	case c.commandBuffered():
+	case c.tc != nil && c.looped():
+		// On an event loop, the run waits for the end of the loop's
+		// turn, to be committed with those of the other clients served
+		// in it (one write and, under SyncAlways, one fsync for all),
+		// before any reply of the turn is written.
+		c.tc.add(c)
+	default:
 		c.commitPending()
 	}
 }
@@ -127,6 +137,14 @@ func (c *client) commitPending() bool {
 	} else if p.nb > 1 {
 		errs = c.s.DB.WriteBatches(p.batches[:p.nb])
 	}
+	c.pendingDone(errs)
+	return true
+}
+
+// pendingDone ends the pending run, whose batches were committed with
+// errs (one per batch).
+func (c *client) pendingDone(errs []error) {
+	p := &c.pend
 	failed := false
 	for _, err := range errs {
 		if err != nil {
@@ -147,7 +165,55 @@ func (c *client) commitPending() bool {
 	clear(p.cmds)
 	p.cmds = p.cmds[:0]
 	p.nb, p.bytes, p.sums = 0, 0, 0
-	return true
+}
+
+// turnCommits gathers, for one event loop, the clients whose pending runs
+// wait for the end of the loop's turn, and commits them together.
+type turnCommits struct {
+	s       *Server
+	clients []*client
+	batches []*caskade.Batch
+}
+
+// add queues c's pending run for the end of the turn.
+func (t *turnCommits) add(c *client) {
+	if !c.tcQueued {
+		c.tcQueued = true
+		t.clients = append(t.clients, c)
+	}
+}
+
+// commit commits the queued runs with one DB.WriteBatches, each batch
+// still atomic on its own (netloop.Options.TurnDone).
+func (t *turnCommits) commit() {
+	if len(t.clients) == 0 {
+		return
+	}
+	kept := t.clients[:0]
+	for _, c := range t.clients {
+		if !c.looped() {
+			continue // gone to a goroutine, which committed its run first
+		}
+		c.tcQueued = false
+		if len(c.pend.cmds) > 0 {
+			kept = append(kept, c)
+			t.batches = append(t.batches, c.pend.batches[:c.pend.nb]...)
+		}
+	}
+	var errs []error
+	if len(t.batches) > 0 {
+		errs = t.s.DB.WriteBatches(t.batches)
+	}
+	at := 0
+	for _, c := range kept {
+		n := c.pend.nb
+		c.pendingDone(errs[at : at+n])
+		at += n
+	}
+	clear(t.clients)
+	t.clients = t.clients[:0]
+	clear(t.batches)
+	t.batches = t.batches[:0]
 }
 
 // rebuildReplies replaces the replies of the deferred commands whose

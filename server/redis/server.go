@@ -126,6 +126,7 @@ type Server struct {
 
 	loopOnce   sync.Once
 	loops      []*netloop.Loop
+	turns      []*turnCommits // of each loop
 	nextLoop   atomic.Uint64
 	syncAlways bool // the DB syncs every commit: commits leave the loops
 }
