@@ -62,6 +62,16 @@
 // latency in the command metrics runs to the end of its commit, and a
 // failed commit counts as its error.
 //
+// # Connections
+//
+// On Linux, TCP connections are served by event loops (Server.EventLoops,
+// one per processor by default; see package netloop) rather than a
+// goroutine each: a loop runs the commands that have arrived whole on all
+// its ready connections, commits their plain sets together, then writes
+// every reply. A connection moves to a goroutine of its own for a data
+// block over the item size limit, and under SyncAlways for any command
+// but a read, so that no loop waits for the disk.
+//
 // # UDP
 //
 // Each datagram starts with memcached's 8-byte frame header (request id,

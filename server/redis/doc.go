@@ -24,6 +24,15 @@
 // HELLO reports server "redis", version RedisVersion (the Redis release
 // whose behaviour caskade follows); INFO adds caskade_version.
 //
+// On Linux, TCP and unix socket clients are served by event loops
+// (Server.EventLoops, one per processor by default; see package netloop)
+// rather than a goroutine each: a loop runs the commands that have arrived
+// on all its ready clients, commits their blind writes (SET, MSET,
+// INCR...) together, then writes every reply. A client moves to a
+// goroutine of its own for a command bigger than its read buffer, for
+// SAVE, DEBUG and SHUTDOWN, and under SyncAlways for any write, so that no
+// loop waits for the disk.
+//
 // # Commands
 //
 //   - Connection: PING, ECHO, QUIT, HELLO (protocol, AUTH, SETNAME), AUTH
