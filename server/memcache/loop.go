@@ -3,8 +3,6 @@ package memcache
 import (
 	"bytes"
 	"errors"
-	"net"
-	"runtime"
 	"time"
 
 	"github.com/caskade/caskade"
@@ -28,54 +26,32 @@ import (
 // instead of reading). It leaves too before a command the loop cannot
 // hold: a data block over the item size limit, skipped as it arrives.
 
-// startLoops creates the event loops, once, at the first accepted
-// connection.
-func (s *Server) startLoops() {
-	s.loopOnce.Do(func() {
-		n := s.EventLoops
-		if n == 0 {
-			n = runtime.GOMAXPROCS(0)
-		}
-		idle := func() time.Duration { return s.IdleTimeout }
-		for range n {
+// initLoops sets up the event loops, which start with the first
+// connection (init).
+func (s *Server) initLoops() {
+	s.loops = netloop.Pool{
+		N: s.EventLoops,
+		Options: func(int) netloop.Options {
 			tc := &turnCommits{s: s}
-			l, err := netloop.New(netloop.Options{IdleTimeout: idle, TurnDone: tc.commit})
-			if err != nil {
-				if !errors.Is(err, netloop.ErrUnsupported) {
-					s.log.Warn("memcache: no event loop; serving each connection on a goroutine", "err", err)
-				}
-				break
-			}
-			s.loops = append(s.loops, l)
 			s.turns = append(s.turns, tc)
-		}
-		s.syncAlways = s.DB != nil && s.DB.SyncPolicy() == caskade.SyncAlways
-	})
-}
-
-// loopConn prepares nc for an event loop; nil if it is to have a
-// goroutine.
-func (s *Server) loopConn(nc net.Conn) *netloop.Conn {
-	if s.EventLoops < 0 {
-		return nil
+			return netloop.Options{IdleTimeout: func() time.Duration { return s.IdleTimeout }, TurnDone: tc.commit}
+		},
+		OnError: func(err error) {
+			s.log.Warn("memcache: no event loop; serving each connection on a goroutine", "err", err)
+		},
 	}
-	lc, err := netloop.Wrap(nc)
-	if err != nil {
-		return nil
-	}
-	return lc
+	s.syncAlways = s.DB != nil && s.DB.SyncPolicy() == caskade.SyncAlways
 }
 
 // attach puts c on an event loop; false if it needs a goroutine.
 func (s *Server) attach(c *conn) bool {
-	s.startLoops()
-	if len(s.loops) == 0 {
+	l, i, ok := s.loops.Pick()
+	if !ok {
 		return false
 	}
-	i := s.nextLoop.Add(1) % uint64(len(s.loops))
 	c.tc = s.turns[i]
 	c.sess.onLoop = true
-	if err := s.loops[i].Attach(c.lc, c); err != nil {
+	if err := l.Attach(c.lc, c); err != nil {
 		c.sess.onLoop = false
 		return false
 	}
@@ -84,14 +60,6 @@ func (s *Server) attach(c *conn) bool {
 		c.lc.Kick()
 	}
 	return true
-}
-
-// stopLoops stops the event loops once no connection is left on them.
-func (s *Server) stopLoops() {
-	s.loopOnce.Do(func() {}) // none are started after this
-	for _, l := range s.loops {
-		l.Close()
-	}
 }
 
 // looped reports whether an event loop serves c.

@@ -126,11 +126,9 @@ type Server struct {
 	flushMu    sync.Mutex
 	flushTimer *time.Timer
 
-	loopOnce   sync.Once
-	loops      []*netloop.Loop
+	loops      netloop.Pool
 	turns      []*turnCommits // of each loop
-	nextLoop   atomic.Uint64
-	syncAlways bool // the DB syncs every commit: commands that write leave the loops
+	syncAlways bool           // the DB syncs every commit: commands that write leave the loops
 }
 
 func (s *Server) init() {
@@ -139,6 +137,7 @@ func (s *Server) init() {
 		if s.log == nil {
 			s.log = slog.New(slog.DiscardHandler)
 		}
+		s.initLoops()
 		s.maxItemSize = s.MaxItemSize
 		if s.maxItemSize <= 0 {
 			s.maxItemSize = DefaultMaxItemSize
@@ -250,7 +249,7 @@ func (s *Server) accept(nc net.Conn) {
 		go refuse(nc, "ERROR Too many open connections\r\n")
 		return
 	}
-	c := newConn(s, nc, s.loopConn(nc))
+	c := newConn(s, nc, s.loops.Wrap(nc))
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
@@ -322,12 +321,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		s.stopLoops()
+		s.loops.Close()
 		return nil
 	case <-ctx.Done():
 		s.closeConns()
 		<-done
-		s.stopLoops()
+		s.loops.Close()
 		return ctx.Err()
 	}
 }
@@ -339,7 +338,7 @@ func (s *Server) Close() error {
 	s.beginClose()
 	s.closeConns()
 	s.wg.Wait()
-	s.stopLoops()
+	s.loops.Close()
 	return nil
 }
 

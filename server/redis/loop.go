@@ -3,8 +3,6 @@ package redis
 import (
 	"errors"
 	"fmt"
-	"net"
-	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -27,53 +25,34 @@ import (
 // Connections without a file descriptor (TLS, ServeConn's) always have a
 // goroutine.
 
-// startLoops creates the event loops, once, at the first accepted
-// connection.
-func (s *Server) startLoops() {
-	s.loopOnce.Do(func() {
-		n := s.EventLoops
-		if n == 0 {
-			n = runtime.GOMAXPROCS(0)
-		}
-		idle := func() time.Duration { return time.Duration(s.cfg.idleAtomic.Load()) }
-		for range n {
+// initLoops sets up the event loops, which start with the first client
+// (init).
+func (s *Server) initLoops() {
+	s.loops = netloop.Pool{
+		N: s.EventLoops,
+		Options: func(int) netloop.Options {
 			tc := &turnCommits{s: s}
-			l, err := netloop.New(netloop.Options{IdleTimeout: idle, TurnDone: tc.commit})
-			if err != nil {
-				if !errors.Is(err, netloop.ErrUnsupported) {
-					s.log.Warn("redis: no event loop; serving each client on a goroutine", "err", err)
-				}
-				break
-			}
-			s.loops = append(s.loops, l)
 			s.turns = append(s.turns, tc)
-		}
-		s.syncAlways = s.DB != nil && s.DB.SyncPolicy() == caskade.SyncAlways
-	})
-}
-
-// loopConn prepares nc for an event loop; nil if it is to have a
-// goroutine.
-func (s *Server) loopConn(nc net.Conn) *netloop.Conn {
-	if s.EventLoops < 0 {
-		return nil
+			return netloop.Options{
+				IdleTimeout: func() time.Duration { return time.Duration(s.cfg.idleAtomic.Load()) },
+				TurnDone:    tc.commit,
+			}
+		},
+		OnError: func(err error) {
+			s.log.Warn("redis: no event loop; serving each client on a goroutine", "err", err)
+		},
 	}
-	lc, err := netloop.Wrap(nc)
-	if err != nil {
-		return nil
-	}
-	return lc
+	s.syncAlways = s.DB != nil && s.DB.SyncPolicy() == caskade.SyncAlways
 }
 
 // attach puts c on an event loop; false if it needs a goroutine.
 func (s *Server) attach(c *client) bool {
-	s.startLoops()
-	if len(s.loops) == 0 {
+	l, i, ok := s.loops.Pick()
+	if !ok {
 		return false
 	}
-	i := s.nextLoop.Add(1) % uint64(len(s.loops))
 	c.tc = s.turns[i]
-	if err := s.loops[i].Attach(c.lc, c); err != nil {
+	if err := l.Attach(c.lc, c); err != nil {
 		return false
 	}
 	// Interrupted before it was attached: the interrupt's kick found no
@@ -85,14 +64,6 @@ func (s *Server) attach(c *client) bool {
 		c.lc.Kick()
 	}
 	return true
-}
-
-// stopLoops stops the event loops once no client is left on them.
-func (s *Server) stopLoops() {
-	s.loopOnce.Do(func() {}) // none are started after this
-	for _, l := range s.loops {
-		l.Close()
-	}
 }
 
 // offLoop reports whether cmd must run off the event loop. Under

@@ -124,11 +124,9 @@ type Server struct {
 	merging    atomic.Bool
 	unsub      func()
 
-	loopOnce   sync.Once
-	loops      []*netloop.Loop
+	loops      netloop.Pool
 	turns      []*turnCommits // of each loop
-	nextLoop   atomic.Uint64
-	syncAlways bool // the DB syncs every commit: commits leave the loops
+	syncAlways bool           // the DB syncs every commit: commits leave the loops
 }
 
 // runtimeConfig holds the settings CONFIG SET may change.
@@ -166,6 +164,7 @@ func (s *Server) init() {
 		if s.log == nil {
 			s.log = slog.New(slog.DiscardHandler)
 		}
+		s.initLoops()
 		c := &s.cfg
 		c.password = s.Password
 		c.maxClients = s.MaxClients
@@ -322,7 +321,7 @@ func (s *Server) accept(nc net.Conn) {
 		return
 	}
 	c := newClient(s, nc)
-	c.lc = s.loopConn(nc)
+	c.lc = s.loops.Wrap(nc)
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -397,12 +396,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-waited:
-		s.stopLoops()
+		s.loops.Close()
 		return nil
 	case <-ctx.Done():
 		s.Close()
 		<-waited
-		s.stopLoops()
+		s.loops.Close()
 		return ctx.Err()
 	}
 }
@@ -419,7 +418,7 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	go func() {
 		s.wg.Wait()
-		s.stopLoops()
+		s.loops.Close()
 	}()
 	return nil
 }
