@@ -104,8 +104,8 @@ func (l *Loop) Close() error {
 	}
 	l.mu.Lock()
 	l.stop = true
-	l.mu.Unlock()
 	l.wake()
+	l.mu.Unlock()
 	<-l.done
 	return nil
 }
@@ -173,9 +173,13 @@ func (l *Loop) release(c *Conn) {
 	l.mu.Unlock()
 }
 
+// wake writes to the wake-up pipe; l.mu is held, so that the loop cannot
+// have closed it (a full pipe already wakes the loop).
 func (l *Loop) wake() {
-	var b = [1]byte{1}
-	syscall.Write(l.wakeW, b[:]) // a full pipe already wakes the loop
+	if l.wakeW >= 0 {
+		var b = [1]byte{1}
+		syscall.Write(l.wakeW, b[:])
+	}
 }
 
 // idleTimeout returns the current idle timeout.
@@ -195,8 +199,11 @@ func (l *Loop) run() {
 	ep := os.NewFile(uintptr(l.epfd), "epoll")
 	defer func() {
 		ep.Close()
+		l.mu.Lock()
 		syscall.Close(l.wakeR)
 		syscall.Close(l.wakeW)
+		l.wakeW = -1
+		l.mu.Unlock()
 		close(l.done)
 	}()
 	rc, err := ep.SyscallConn()
@@ -498,10 +505,9 @@ func (c *Conn) Kick() {
 	}
 	l.mu.Lock()
 	l.kicked = append(l.kicked, c)
-	wake := !l.woken
-	l.woken = true
-	l.mu.Unlock()
-	if wake {
+	if !l.woken {
+		l.woken = true
 		l.wake()
 	}
+	l.mu.Unlock()
 }

@@ -89,6 +89,10 @@ type client struct {
 	leave        bool         // the command read must run off the event loop (loop.go)
 	tc           *turnCommits // the commits at the end of its event loop's turn, if it has one
 	tcQueued     bool         // c is in tc's list
+	awaiting     bool         // its turn's commit is in flight (SyncAlways): it runs nothing meanwhile
+	held         bool         // the command read (c.args) waits for the commit of the writes before it
+	committed    atomic.Bool  // the commit awaited is done, with turnErrs
+	turnErrs     []error
 
 	imu      sync.Mutex
 	name     string
@@ -279,8 +283,8 @@ func (c *client) run(args [][]byte) bool {
 		c.pmu.Unlock()
 	}
 	c.process(args)
-	if c.leave {
-		return true // not run here: the goroutine the loop hands the client to runs it
+	if c.leave || c.held {
+		return true // not run yet: the goroutine the loop hands the client to, or the end of a commit, runs it
 	}
 	c.unflushed++
 	if c.closeNow {
@@ -495,7 +499,8 @@ func (c *client) process(args [][]byte) {
 	}
 	cmd, badSub, lower := s.cmds.lookup(args, c.lower)
 	c.lower = lower
-	if cmd != nil && c.looped() && s.offLoop(cmd) {
+	blind := c.deferrable(cmd, args)
+	if cmd != nil && c.looped() && s.offLoop(cmd, blind) {
 		// It may wait (for an fsync, say): a goroutine runs it, and
 		// the connection from then on.
 		c.leave = true
@@ -503,7 +508,15 @@ func (c *client) process(args [][]byte) {
 	}
 	// Deferred commits are committed before anything but another blind
 	// write runs, so that every other command sees them.
-	c.blind = c.deferrable(cmd, args)
+	c.blind = blind
+	if !blind && len(c.pend.cmds) > 0 && s.syncAlways && c.tc != nil && c.looped() {
+		// Committing the writes before it would hold the loop for an
+		// fsync: they go with the turn's (turnCommits), and the command
+		// runs once they are durable.
+		c.tc.add(c)
+		c.held = true
+		return
+	}
 	if !c.blind && c.commitPending() {
 		now = time.Now() // the commit is not this command's time
 	}

@@ -72,7 +72,7 @@ func (s *Server) attach(c *client) bool {
 // for the disk instead of reading and running the next commands, which
 // the goroutines of other clients do meanwhile (redis-benchmark -P 16
 // SET ran slower that way, and -P 1 no faster).
-func (s *Server) offLoop(cmd *command) bool {
+func (s *Server) offLoop(cmd *command, blind bool) bool {
 	if cmd.parent != nil {
 		cmd = cmd.parent
 	}
@@ -82,7 +82,7 @@ func (s *Server) offLoop(cmd *command) bool {
 	case "exec", "csk.commit":
 		return s.syncAlways
 	}
-	return s.syncAlways && cmd.has(fWrite)
+	return s.syncAlways && cmd.has(fWrite) && !blind
 }
 
 // looped reports whether an event loop serves c.
@@ -92,6 +92,30 @@ func (c *client) looped() bool { return c.lc != nil && c.lc.Attached() }
 // most once: the loop comes back when more arrives.
 func (c *client) Serve() {
 	defer c.loopPanic()
+	if c.awaiting {
+		if !c.committed.Load() {
+			return
+		}
+		c.awaiting = false
+		c.committed.Store(false)
+		c.pendingDone(c.turnErrs)
+		c.turnErrs = nil
+		if c.held {
+			c.held = false
+			if !c.run(c.args) {
+				c.closeOnLoop()
+				return
+			}
+			if c.leave {
+				c.leave = false
+				c.leaveLoop(c.args)
+				return
+			}
+			if c.held {
+				return
+			}
+		}
+	}
 	read := false
 	for !c.lc.Backlogged() {
 		if !c.commandBuffered() {
@@ -136,12 +160,18 @@ func (c *client) Serve() {
 			c.leaveLoop(args)
 			return
 		}
+		if c.held {
+			return // until its commit is done
+		}
 	}
 }
 
 // EndTurn writes the replies of the commands run in the loop's turn
 // (netloop.Handler).
 func (c *client) EndTurn() {
+	if c.awaiting {
+		return // the replies wait for the commit
+	}
 	defer c.loopPanic()
 	c.ended = time.Time{}
 	c.unflushed = 0
@@ -153,7 +183,7 @@ func (c *client) EndTurn() {
 // Idle closes the client after the idle timeout, unless it is a MONITOR
 // (netloop.Handler).
 func (c *client) Idle() {
-	if c.monitor.Load() {
+	if c.monitor.Load() || c.awaiting {
 		return
 	}
 	c.flush()

@@ -87,8 +87,10 @@ func TestLoopSlowReader(t *testing.T) {
 	slow.do(cmd("PING"), "+PONG\r\n")
 }
 
-// TestLoopSyncAlways checks that under SyncAlways reads stay on the loop,
-// that a write moves its client off it (its fsync would stall the loop's
+// TestLoopSyncAlways checks that under SyncAlways reads and blind writes
+// stay on the loop (the writes of a turn are committed together by a
+// goroutine while the loop goes on, and their clients wait for it), that
+// another write moves its client off it (its fsync would stall the loop's
 // other clients), and that concurrent writers all land.
 func TestLoopSyncAlways(t *testing.T) {
 	skipWithoutLoops(t)
@@ -116,10 +118,15 @@ func TestLoopSyncAlways(t *testing.T) {
 		t.Fatal("a reading client is not on the loop")
 	}
 	c.do(cmd("SET", "a", "1")+cmd("INCR", "n")+cmd("MSET", "b", "2", "c", "3"), "+OK\r\n:1\r\n+OK\r\n")
-	if onLoop(t, srv) {
-		t.Fatal("a writing client is still on the loop under SyncAlways")
+	// A read after blind writes in one pipeline waits for their commit.
+	c.do(cmd("INCR", "n")+cmd("MGET", "a", "b", "c", "n"), ":2\r\n*4\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$1\r\n2\r\n")
+	if !onLoop(t, srv) {
+		t.Fatal("a client of reads and blind writes is not on the loop")
 	}
-	c.do(cmd("MGET", "a", "b", "c", "n"), "*4\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$1\r\n1\r\n")
+	c.do(cmd("SETNX", "a", "2"), ":0\r\n")
+	if onLoop(t, srv) {
+		t.Fatal("a client that wrote with SETNX is still on the loop under SyncAlways")
+	}
 	c.do(cmd("DEL", "n"), ":1\r\n")
 	c.nc.Close()
 	rdb := goredis.NewClient(&goredis.Options{Addr: ts.addr, PoolSize: 16})

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"slices"
 	"time"
 
 	"github.com/caskade/caskade"
@@ -200,15 +201,35 @@ func (t *turnCommits) commit() {
 			t.batches = append(t.batches, c.pend.batches[:c.pend.nb]...)
 		}
 	}
-	var errs []error
-	if len(t.batches) > 0 {
-		errs = t.s.DB.WriteBatches(t.batches)
-	}
-	at := 0
-	for _, c := range kept {
-		n := c.pend.nb
-		c.pendingDone(errs[at : at+n])
-		at += n
+	if len(t.batches) > 0 && t.s.syncAlways {
+		// The commit waits for an fsync: a goroutine waits for it, and
+		// the loop goes on with its other clients. These clients run
+		// nothing more until it is done (Serve): their replies, and
+		// their next commands, wait for it.
+		cs := slices.Clone(kept)
+		bs := slices.Clone(t.batches)
+		for _, c := range cs {
+			c.awaiting = true
+		}
+		go func() {
+			errs := t.s.DB.WriteBatches(bs)
+			at := 0
+			for _, c := range cs {
+				n := c.pend.nb
+				c.turnErrs = errs[at : at+n]
+				at += n
+				c.committed.Store(true)
+				c.lc.Kick()
+			}
+		}()
+	} else if len(t.batches) > 0 {
+		errs := t.s.DB.WriteBatches(t.batches)
+		at := 0
+		for _, c := range kept {
+			n := c.pend.nb
+			c.pendingDone(errs[at : at+n])
+			at += n
+		}
 	}
 	clear(t.clients)
 	t.clients = t.clients[:0]
