@@ -196,7 +196,7 @@ func (t *turnCommits) commit() {
 			continue // gone to a goroutine, which committed its run first
 		}
 		c.tcQueued = false
-		if len(c.pend.cmds) > 0 {
+		if len(c.pend.cmds) > 0 && !c.awaiting {
 			kept = append(kept, c)
 			t.batches = append(t.batches, c.pend.batches[:c.pend.nb]...)
 		}
