@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"runtime"
 	"strings"
@@ -235,4 +236,117 @@ func TestLoopTurnCommits(t *testing.T) {
 	if len(seen) != clients*rounds {
 		t.Fatalf("%d distinct INCR results, want %d", len(seen), clients*rounds)
 	}
+}
+
+// TestLoopSyncAlwaysPipelines runs, under SyncAlways, clients that
+// pipeline random mixes of blind writes (committed by a goroutine per
+// turn while their client waits), reads after them (which wait for that
+// commit) and other writes (which move the client off its loop), each
+// on keys of its own, and checks every reply against a model. Half the
+// clients never send the other writes, and stay on the loop throughout.
+func TestLoopSyncAlwaysPipelines(t *testing.T) {
+	skipWithoutLoops(t)
+	db, err := caskade.Open(t.TempDir(), &caskade.Options{Sync: caskade.SyncAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	srv := &Server{DB: db, Logger: testLogger(t), EventLoops: 1}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	defer func() {
+		srv.Close()
+		<-done
+	}()
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(seed), uint64(g)))
+			rdb := goredis.NewClient(&goredis.Options{Addr: l.Addr().String(), PoolSize: 1})
+			defer rdb.Close()
+			ctx := context.Background()
+			model := map[string]int64{}
+			for round := range 60 {
+				type check struct {
+					cmd  goredis.Cmder
+					want string
+				}
+				var checks []check
+				pipe := rdb.Pipeline()
+				for range 1 + r.IntN(12) {
+					k := fmt.Sprintf("g%d:k%d", g, r.IntN(4))
+					n := 10
+					if g%2 == 0 {
+						n = 8 // no SETNX or DEL: the client stays on the loop
+					}
+					switch op := r.IntN(n); {
+					case op < 3:
+						v := r.Int64N(100)
+						checks = append(checks, check{pipe.Set(ctx, k, v, 0), "OK"})
+						model[k] = v
+					case op < 5:
+						model[k]++
+						checks = append(checks, check{pipe.Incr(ctx, k), fmt.Sprint(model[k])})
+					case op < 8:
+						want := "<nil>"
+						if v, ok := model[k]; ok {
+							want = fmt.Sprint(v)
+						}
+						checks = append(checks, check{pipe.Get(ctx, k), want})
+					case op < 9:
+						_, had := model[k]
+						want := "1"
+						if had {
+							want = "0"
+						} else {
+							model[k] = 7
+						}
+						checks = append(checks, check{pipe.SetNX(ctx, k, 7, 0), map[string]string{"1": "true", "0": "false"}[want]})
+					default:
+						_, had := model[k]
+						delete(model, k)
+						want := "0"
+						if had {
+							want = "1"
+						}
+						checks = append(checks, check{pipe.Del(ctx, k), want})
+					}
+				}
+				pipe.Exec(ctx)
+				for i, c := range checks {
+					var got string
+					switch cmd := c.cmd.(type) {
+					case *goredis.StatusCmd:
+						got = cmd.Val()
+					case *goredis.IntCmd:
+						got = fmt.Sprint(cmd.Val())
+					case *goredis.BoolCmd:
+						got = fmt.Sprint(cmd.Val())
+					case *goredis.StringCmd:
+						got = cmd.Val()
+						if cmd.Err() == goredis.Nil {
+							got = "<nil>"
+						}
+					}
+					if err := c.cmd.Err(); err != nil && err != goredis.Nil {
+						t.Errorf("client %d round %d command %d (%v): %v", g, round, i, c.cmd.Args(), err)
+						return
+					}
+					if got != c.want {
+						t.Errorf("client %d round %d command %d (%v): %q, want %q", g, round, i, c.cmd.Args(), got, c.want)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
