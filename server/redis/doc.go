@@ -30,7 +30,8 @@
 // on all its ready clients, commits their blind writes (SET, MSET,
 // INCR...) together, then writes every reply. A client moves to a
 // goroutine of its own for a command bigger than its read buffer, for
-// SAVE, DEBUG and SHUTDOWN, and under SyncAlways for any write, so that no
+// SAVE, DEBUG and SHUTDOWN, and under SyncAlways for any write but a blind
+// one (whose commit a goroutine makes for the whole turn), so that no
 // loop waits for the disk.
 //
 // # Commands

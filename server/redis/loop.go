@@ -15,13 +15,16 @@ import (
 // one in turn, writing all replies at the end of the turn, as Redis does.
 // The blind writes of a turn (SET, MSET, INCR...; pipeline.go) are
 // committed together at its end, with one DB.WriteBatches for all its
-// clients, before any reply of the turn is written.
+// clients, before any reply of the turn is written. Under SyncAlways a
+// goroutine makes that commit, with its fsync, while the loop goes on;
+// the clients in it run nothing more until it is durable.
 //
 // A client leaves its loop for a goroutine of its own, for good, when a
 // command may wait on something other than the CPU: under SyncAlways a
-// command that commits (its fsync would stall every client of the loop),
-// and SAVE, DEBUG and SHUTDOWN. It leaves too when a command is bigger
-// than the read buffer, which the reader then reads from the socket.
+// write that is not blind, or EXEC (its fsync would stall every client of
+// the loop), and SAVE, DEBUG and SHUTDOWN. It leaves too when a command is
+// bigger than the read buffer, which the reader then reads from the
+// socket.
 // Connections without a file descriptor (TLS, ServeConn's) always have a
 // goroutine.
 
@@ -66,12 +69,9 @@ func (s *Server) attach(c *client) bool {
 	return true
 }
 
-// offLoop reports whether cmd must run off the event loop. Under
-// SyncAlways that includes every write: even one committed at the end of
-// the turn, with one fsync for all the turn's clients, made the loop wait
-// for the disk instead of reading and running the next commands, which
-// the goroutines of other clients do meanwhile (redis-benchmark -P 16
-// SET ran slower that way, and -P 1 no faster).
+// offLoop reports whether cmd must run off the event loop; blind tells
+// whether its commit may wait for the end of the turn (pipeline.go),
+// which under SyncAlways a goroutine makes while the loop goes on.
 func (s *Server) offLoop(cmd *command, blind bool) bool {
 	if cmd.parent != nil {
 		cmd = cmd.parent
