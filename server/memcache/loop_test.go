@@ -2,7 +2,6 @@ package memcache
 
 import (
 	"fmt"
-	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -136,19 +135,11 @@ func TestLoopSyncAlways(t *testing.T) {
 // TestLoopCloseConns checks that Close ends idle connections on a loop.
 func TestLoopCloseConns(t *testing.T) {
 	skipWithoutLoops(t)
-	db := openDB(t)
-	defer db.Close()
-	s := &Server{DB: db}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(l) }()
-	ts := &testServer{s: s, db: db, addr: l.Addr().String()}
+	ts := startServer(t)
 	c := ts.dial(t)
 	c.do("version\r\n", "VERSION "+MemcachedVersion+"\r\n")
-	s.Close()
-	<-done
+	if err := ts.s.Close(); err != nil {
+		t.Fatal(err)
+	}
 	c.expectClosed("")
 }

@@ -392,7 +392,7 @@ func (c *Conn) Write(p []byte) error {
 		c.backlog.Store(true)
 		c.arm(true)
 	}
-	return nil
+	return c.werr // set if arm failed
 }
 
 // writeSome writes as much of p as the socket takes now; c.mu is held.
@@ -433,10 +433,19 @@ func (c *Conn) arm(out bool) {
 	if out {
 		events = syscall.EPOLLOUT | epollET
 	}
-	c.rc.Control(func(fd uintptr) {
+	var errno error
+	err := c.rc.Control(func(fd uintptr) {
 		ev := syscall.EpollEvent{Events: events, Fd: c.id, Pad: c.gen}
-		syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, int(fd), &ev)
+		errno = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, int(fd), &ev)
 	})
+	if err == nil && errno != nil {
+		err = os.NewSyscallError("epoll_ctl", errno)
+	}
+	if err != nil && c.werr == nil {
+		// The loop would never serve c again: fail its writes, so that
+		// its handler closes it.
+		c.werr = err
+	}
 }
 
 // drain sends queued output (on the loop, when the socket is writable).

@@ -38,18 +38,38 @@ func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-// startServer starts a server; configure may set Server fields.
+// startServer starts a server over a SyncNone database; configure may
+// set Server fields.
 func startServer(t *testing.T, configure func(*Server)) *testServer {
 	t.Helper()
+	return startServerOpts(t, &caskade.Options{Sync: caskade.SyncNone}, configure)
+}
+
+// startServerOpts is startServer over a database opened with opts, which
+// it closes when the test ends.
+func startServerOpts(t *testing.T, opts *caskade.Options, configure ...func(*Server)) *testServer {
+	t.Helper()
 	dir := t.TempDir()
-	db, err := caskade.Open(dir, &caskade.Options{Sync: caskade.SyncNone})
+	db, err := caskade.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := &testServer{t: t, db: db, dir: dir, done: make(chan error, 1)}
+	t.Cleanup(func() { db.Close() }) // after the server's, registered next
+	ts := startServerOn(t, db, configure...)
+	ts.dir = dir
+	return ts
+}
+
+// startServerOn starts a server over db (which the test closes);
+// configure, if given, may set Server fields.
+func startServerOn(t *testing.T, db *caskade.DB, configure ...func(*Server)) *testServer {
+	t.Helper()
+	ts := &testServer{t: t, db: db, done: make(chan error, 1)}
 	ts.srv = &Server{DB: db, Logger: testLogger(t), EventLoops: testEventLoops(t)}
-	if configure != nil {
-		configure(ts.srv)
+	for _, f := range configure {
+		if f != nil {
+			f(ts.srv)
+		}
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -62,7 +82,6 @@ func startServer(t *testing.T, configure func(*Server)) *testServer {
 		if err := <-ts.done; !errors.Is(err, ErrServerClosed) {
 			t.Errorf("Serve returned %v", err)
 		}
-		db.Close()
 	})
 	return ts
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -95,24 +94,8 @@ func TestLoopSlowReader(t *testing.T) {
 // other clients), and that concurrent writers all land.
 func TestLoopSyncAlways(t *testing.T) {
 	skipWithoutLoops(t)
-	dir := t.TempDir()
-	db, err := caskade.Open(dir, &caskade.Options{Sync: caskade.SyncAlways})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	srv := &Server{DB: db, Logger: testLogger(t)}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(l) }()
-	defer func() {
-		srv.Close()
-		<-done
-	}()
-	ts := &testServer{t: t, srv: srv, db: db, addr: l.Addr().String()}
+	ts := startServerOpts(t, &caskade.Options{Sync: caskade.SyncAlways})
+	srv := ts.srv
 	c := ts.dial()
 	c.do(cmd("GET", "a"), "$-1\r\n")
 	if !onLoop(t, srv) {
@@ -246,22 +229,7 @@ func TestLoopTurnCommits(t *testing.T) {
 // clients never send the other writes, and stay on the loop throughout.
 func TestLoopSyncAlwaysPipelines(t *testing.T) {
 	skipWithoutLoops(t)
-	db, err := caskade.Open(t.TempDir(), &caskade.Options{Sync: caskade.SyncAlways})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	srv := &Server{DB: db, Logger: testLogger(t), EventLoops: 1}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(l) }()
-	defer func() {
-		srv.Close()
-		<-done
-	}()
+	ts := startServerOpts(t, &caskade.Options{Sync: caskade.SyncAlways}, func(s *Server) { s.EventLoops = 1 })
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	var wg sync.WaitGroup
@@ -270,7 +238,7 @@ func TestLoopSyncAlwaysPipelines(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(seed), uint64(g)))
-			rdb := goredis.NewClient(&goredis.Options{Addr: l.Addr().String(), PoolSize: 1})
+			rdb := goredis.NewClient(&goredis.Options{Addr: ts.addr, PoolSize: 1})
 			defer rdb.Close()
 			ctx := context.Background()
 			model := map[string]int64{}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -37,32 +36,6 @@ const (
 	conflictErr = "CONFLICT transaction not committed due to conflict with another transaction (1020)"
 	tooOldErr   = "TOOOLD transaction is too old to perform reads or be committed (1007)"
 )
-
-// startServerOpts is startServer over a database opened with opts.
-func startServerOpts(t *testing.T, opts *caskade.Options) *testServer {
-	t.Helper()
-	dir := t.TempDir()
-	db, err := caskade.Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := &testServer{t: t, db: db, dir: dir, done: make(chan error, 1)}
-	ts.srv = &Server{DB: db, Logger: testLogger(t)}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts.addr = l.Addr().String()
-	go func() { ts.done <- ts.srv.Serve(l) }()
-	t.Cleanup(func() {
-		ts.srv.Close()
-		if err := <-ts.done; !errors.Is(err, ErrServerClosed) {
-			t.Errorf("Serve returned %v", err)
-		}
-		db.Close()
-	})
-	return ts
-}
 
 // doer is a go-redis client or connection.
 type doer interface {

@@ -3,7 +3,6 @@ package redis
 import (
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,26 +11,6 @@ import (
 	"github.com/caskade/caskade/vfs"
 	"github.com/caskade/caskade/vfs/errorfs"
 )
-
-// startServerOn starts a server over db (which the test closes).
-func startServerOn(t *testing.T, db *caskade.DB) *testServer {
-	t.Helper()
-	ts := &testServer{t: t, db: db, done: make(chan error, 1)}
-	ts.srv = &Server{DB: db, Logger: testLogger(t)}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts.addr = l.Addr().String()
-	go func() { ts.done <- ts.srv.Serve(l) }()
-	t.Cleanup(func() {
-		ts.srv.Close()
-		if err := <-ts.done; !errors.Is(err, ErrServerClosed) {
-			t.Errorf("Serve returned %v", err)
-		}
-	})
-	return ts
-}
 
 // startSyncAlways starts a server over a SyncAlways database on a file
 // system that counts (and can fail) syncs.
