@@ -64,8 +64,14 @@ type Conn struct {
 	// Owned by the loop goroutine.
 	events uint32
 	inTurn bool
-	more   bool      // the last read filled the buffer: more input may be waiting
-	active time.Time // of the last read that returned data
+	more   bool // the last read filled the buffer: more input may be waiting
+	// drained: the last read found the socket empty (it returned less
+	// than asked, or nothing), and no input event has come since. Events
+	// are edge-triggered, so input arriving later brings one; until then
+	// Read need not ask the kernel, which saves a failing read(2) each
+	// time the loop serves c for another reason (a kick, writability).
+	drained bool
+	active  time.Time // of the last read that returned data
 }
 
 // New starts an event loop.
@@ -258,6 +264,9 @@ func (l *Loop) run() {
 			}
 			c := s.c
 			c.events |= ev.Events
+			if ev.Events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+				c.drained = false
+			}
 			if !c.inTurn {
 				c.inTurn = true
 				l.turn = append(l.turn, c)
@@ -339,7 +348,13 @@ func (c *Conn) Read(p []byte) (int, error) {
 	var n int
 	var errno error
 	for {
+		// Through rc even when drained: a connection closed meanwhile
+		// (to end it from outside) must fail here, not seem idle.
 		err := c.rc.Read(func(fd uintptr) bool {
+			if c.drained && len(p) > 0 {
+				errno = syscall.EAGAIN
+				return true
+			}
 			n, errno = syscall.Read(int(fd), p)
 			return true
 		})
@@ -352,6 +367,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 	}
 	switch {
 	case errno == syscall.EAGAIN:
+		c.drained = true
 		return 0, ErrWouldBlock
 	case errno != nil:
 		return 0, os.NewSyscallError("read", errno)
@@ -365,6 +381,8 @@ func (c *Conn) Read(p []byte) (int, error) {
 		// Events are edge-triggered: the loop serves c again without
 		// one, as what is left brings none.
 		c.more = true
+	} else {
+		c.drained = true
 	}
 	return n, nil
 }

@@ -334,3 +334,37 @@ func TestCloseFromOutside(t *testing.T) {
 		t.Fatal("the handler did not see its connection closed")
 	}
 }
+
+// TestKickedWhileDrained checks that input arriving after the loop found
+// a connection's socket empty is still served, with kicks (which serve the
+// connection without an input event, and so without a read system call)
+// coming in between from another goroutine.
+func TestKickedWhileDrained(t *testing.T) {
+	ln, handlers := setup(t, Options{})
+	nc, r := dial(t, ln)
+	nc.Write([]byte("first\n"))
+	expectLine(t, r, "FIRST")
+	e := <-handlers
+	stop := make(chan struct{})
+	kicked := make(chan struct{})
+	go func() {
+		defer close(kicked)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				e.c.Kick()
+			}
+		}
+	}()
+	for i := range 300 {
+		line := strings.Repeat("k", 1+i%7)
+		if _, err := nc.Write([]byte(line + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		expectLine(t, r, strings.ToUpper(line))
+	}
+	close(stop)
+	<-kicked
+}
