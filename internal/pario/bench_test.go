@@ -50,7 +50,9 @@ func benchFile(b *testing.B) (dir, path string, data []byte) {
 // BenchmarkRead compares os.ReadFile with pario.ReadPath on a warm 256 MiB
 // file, in Go's steady state: each result reuses the last one's memory,
 // which the runtime zeroes on one core before any worker starts (about
-// 10 ms here), and no number of workers shortens that.
+// 10 ms here), and no number of workers shortens that. pario.ReadAll,
+// which returns the file as a sequence of chunk buffers, lets each worker
+// allocate (and so zero) its own chunks, in parallel.
 func BenchmarkRead(b *testing.B) { benchRead(b, false) }
 
 // BenchmarkReadFreshMemory is BenchmarkRead with the heap returned to the
@@ -80,6 +82,17 @@ func benchRead(b *testing.B, fresh bool) {
 	for _, w := range benchWorkers {
 		run(fmt.Sprintf("pario/workers=%d", w), func() error {
 			_, err := pario.ReadPath(context.Background(), path, pario.Options{Workers: w})
+			return err
+		})
+	}
+	for _, w := range benchWorkers {
+		run(fmt.Sprintf("pario.ReadAll/workers=%d", w), func() error {
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = pario.ReadAll(context.Background(), f, benchSize, pario.Options{Workers: w})
 			return err
 		})
 	}
