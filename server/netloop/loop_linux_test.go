@@ -171,6 +171,17 @@ func dial(t *testing.T, ln net.Listener) (net.Conn, *bufio.Reader) {
 	return nc, bufio.NewReader(nc)
 }
 
+// served connects to a new loop and exchanges one line, so that the loop
+// serves the connection and its handler is known.
+func served(t *testing.T) (net.Conn, *bufio.Reader, *echo) {
+	t.Helper()
+	ln, handlers := setup(t, Options{})
+	nc, r := dial(t, ln)
+	nc.Write([]byte("hi\n"))
+	expectLine(t, r, "HI")
+	return nc, r, <-handlers
+}
+
 func expectLine(t *testing.T, r *bufio.Reader, want string) {
 	t.Helper()
 	got, err := r.ReadString('\n')
@@ -247,11 +258,7 @@ func TestBacklog(t *testing.T) {
 // TestKick checks that Kick makes the loop serve a connection without
 // input.
 func TestKick(t *testing.T) {
-	ln, handlers := setup(t, Options{})
-	nc, r := dial(t, ln)
-	nc.Write([]byte("hi\n"))
-	expectLine(t, r, "HI")
-	e := <-handlers
+	_, _, e := served(t)
 	before := e.serves.Load()
 	e.c.Kick()
 	deadline := time.Now().Add(10 * time.Second)
@@ -321,11 +328,7 @@ func TestDetach(t *testing.T) {
 // TestCloseFromOutside checks that closing a connection from another
 // goroutine, then kicking it, lets its handler see the close.
 func TestCloseFromOutside(t *testing.T) {
-	ln, handlers := setup(t, Options{})
-	nc, r := dial(t, ln)
-	nc.Write([]byte("hi\n"))
-	expectLine(t, r, "HI")
-	e := <-handlers
+	_, _, e := served(t)
 	e.nc.Close()
 	e.c.Kick()
 	select {
@@ -340,11 +343,7 @@ func TestCloseFromOutside(t *testing.T) {
 // connection without an input event, and so without a read system call)
 // coming in between from another goroutine.
 func TestKickedWhileDrained(t *testing.T) {
-	ln, handlers := setup(t, Options{})
-	nc, r := dial(t, ln)
-	nc.Write([]byte("first\n"))
-	expectLine(t, r, "FIRST")
-	e := <-handlers
+	nc, r, e := served(t)
 	stop := make(chan struct{})
 	kicked := make(chan struct{})
 	go func() {
