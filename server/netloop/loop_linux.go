@@ -71,7 +71,12 @@ type Conn struct {
 	// Read need not ask the kernel, which saves a failing read(2) each
 	// time the loop serves c for another reason (a kick, writability).
 	drained bool
-	active  time.Time // of the last read that returned data
+	// hup: the peer has closed its side (or the socket failed), so after
+	// the bytes left to read comes an end of file that brings no event of
+	// its own; a short read then asks the loop to serve c again (more)
+	// instead of marking it drained, so that its handler reads that end.
+	hup    bool
+	active time.Time // of the last read that returned data
 }
 
 // New starts an event loop.
@@ -267,6 +272,9 @@ func (l *Loop) run() {
 			if ev.Events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
 				c.drained = false
 			}
+			if ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+				c.hup = true
+			}
 			if !c.inTurn {
 				c.inTurn = true
 				l.turn = append(l.turn, c)
@@ -377,11 +385,13 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if l := c.loop.Load(); l != nil {
 		c.active = l.now
 	}
-	if n == len(p) {
+	switch {
+	case n == len(p) || c.hup:
 		// Events are edge-triggered: the loop serves c again without
-		// one, as what is left brings none.
+		// one, as what is left (more input, or the end of it) brings
+		// none.
 		c.more = true
-	} else {
+	default:
 		c.drained = true
 	}
 	return n, nil

@@ -367,3 +367,25 @@ func TestKickedWhileDrained(t *testing.T) {
 	close(stop)
 	<-kicked
 }
+
+// TestHalfClose checks that the handler of a connection whose peer sends
+// its last line and shuts down its side reads that line and then the end
+// of the input, although both may come with one event.
+func TestHalfClose(t *testing.T) {
+	ln, handlers := setup(t, Options{})
+	for i := range 20 {
+		nc, r := dial(t, ln)
+		e := <-handlers
+		line := strings.Repeat("h", 1+i)
+		nc.Write([]byte(line + "\n"))
+		if err := nc.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		expectLine(t, r, strings.ToUpper(line))
+		select {
+		case <-e.closed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the handler did not see the end of the input")
+		}
+	}
+}

@@ -2,10 +2,13 @@ package redis
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caskade/caskade"
 )
 
 // TestReplies checks replies byte for byte against Redis's.
@@ -432,6 +435,40 @@ func TestNumberFormats(t *testing.T) {
 		{"Infinity", true}, {"0x", false}, {"1e", false}, {"0b1", false}, {"1p3", false}, {"1_0", false}} {
 		if _, ok := string2ld([]byte(tc.in)); ok != tc.ok {
 			t.Errorf("string2ld(%q) ok = %v", tc.in, ok)
+		}
+	}
+}
+
+// TestHalfClose checks that a client that sends its commands and then
+// shuts down its side of the connection gets every reply and then the
+// connection closed, as from Redis: with the end of its input read in the
+// same event as its last bytes, the event loop must still come back for
+// that end. Under SyncAlways the replies also wait for commits.
+func TestHalfClose(t *testing.T) {
+	for _, sync := range []caskade.SyncPolicy{caskade.SyncNone, caskade.SyncAlways} {
+		for _, n := range []int{1, 3000} {
+			t.Run(fmt.Sprintf("%s/%d", sync, n), func(t *testing.T) {
+				ts := startServerOpts(t, &caskade.Options{Sync: sync})
+				c := ts.dial()
+				var req, want strings.Builder
+				for i := range n {
+					req.WriteString(cmd("SET", fmt.Sprint("k", i), "v"))
+					req.WriteString(cmd("GET", fmt.Sprint("k", i)))
+					want.WriteString("+OK\r\n$1\r\nv\r\n")
+				}
+				c.send(req.String())
+				if err := c.nc.(*net.TCPConn).CloseWrite(); err != nil {
+					t.Fatal(err)
+				}
+				c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+				got, err := io.ReadAll(c.br)
+				if err != nil {
+					t.Fatalf("reading the replies and the close: %v (got %d bytes)", err, len(got))
+				}
+				if string(got) != want.String() {
+					t.Fatalf("got %d bytes of replies, want %d", len(got), want.Len())
+				}
+			})
 		}
 	}
 }
