@@ -3,8 +3,10 @@ package memcache
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/bradfitz/gomemcache/memcache"
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/internal/wiretest"
 )
 
 // skipWithoutLoops skips a test of the event loops where there are none.
@@ -175,4 +178,87 @@ func TestHalfClose(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLoopFragmentedInput sends random scripts of requests to clients on
+// one event loop in random fragments, from several connections at once,
+// and checks every reply byte for byte against a model. Half the clients
+// then shut down their side and must see every reply and then the close;
+// some scripts hold values larger than the loop's first read buffer.
+func TestLoopFragmentedInput(t *testing.T) {
+	skipWithoutLoops(t)
+	for _, policy := range []caskade.SyncPolicy{caskade.SyncNone, caskade.SyncAlways} {
+		t.Run(policy.String(), func(t *testing.T) {
+			db, err := caskade.Open(t.TempDir(), &caskade.Options{Sync: policy, MergeInterval: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := startServerDB(t, db, false, func(s *Server) { s.EventLoops = 1 })
+			wiretest.Clients(t, ts.addr, 6, func(r *rand.Rand, g int) ([]byte, string) {
+				return memcacheScript(r, g, g%3 == 2)
+			})
+		})
+	}
+}
+
+// memcacheScript returns a random script of requests for client g with
+// the replies a model expects; with big, some values are larger than the
+// loop's first read buffer.
+func memcacheScript(r *rand.Rand, g int, big bool) (script []byte, want string) {
+	var s, w strings.Builder
+	model := map[string]string{}
+	for range 200 {
+		k := fmt.Sprintf("f%d:%d", g, r.IntN(5))
+		switch op := r.IntN(12); {
+		case op < 3:
+			v := strings.Repeat(string(rune('a'+r.IntN(26))), 1+r.IntN(30))
+			if big && r.IntN(15) == 0 {
+				v = strings.Repeat("B", 20000+r.IntN(50000))
+			}
+			if r.IntN(3) == 0 {
+				fmt.Fprintf(&s, "set %s 0 0 %d noreply\r\n%s\r\n", k, len(v), v)
+			} else {
+				fmt.Fprintf(&s, "set %s 0 0 %d\r\n%s\r\n", k, len(v), v)
+				w.WriteString("STORED\r\n")
+			}
+			model[k] = v
+		case op < 6:
+			fmt.Fprintf(&s, "get %s\r\n", k)
+			if v, ok := model[k]; ok {
+				fmt.Fprintf(&w, "VALUE %s 0 %d\r\n%s\r\n", k, len(v), v)
+			}
+			w.WriteString("END\r\n")
+		case op < 7:
+			fmt.Fprintf(&s, "append %s 0 0 2\r\nxy\r\n", k)
+			if v, ok := model[k]; ok {
+				model[k] = v + "xy"
+				w.WriteString("STORED\r\n")
+			} else {
+				w.WriteString("NOT_STORED\r\n")
+			}
+		case op < 8:
+			fmt.Fprintf(&s, "delete %s\r\n", k)
+			if _, ok := model[k]; ok {
+				w.WriteString("DELETED\r\n")
+			} else {
+				w.WriteString("NOT_FOUND\r\n")
+			}
+			delete(model, k)
+		case op < 10:
+			c := fmt.Sprintf("f%d:n", g)
+			if _, ok := model[c]; !ok {
+				fmt.Fprintf(&s, "set %s 0 0 1\r\n0\r\n", c)
+				w.WriteString("STORED\r\n")
+				model[c] = "0"
+			}
+			n, _ := strconv.Atoi(model[c])
+			model[c] = strconv.Itoa(n + 1)
+			fmt.Fprintf(&s, "incr %s 1\r\n", c)
+			fmt.Fprintf(&w, "%d\r\n", n+1)
+		default:
+			s.WriteString("mn\r\n")
+			w.WriteString("MN\r\n")
+		}
+	}
+	return []byte(s.String()), w.String()
 }

@@ -6,12 +6,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/internal/wiretest"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -317,4 +319,77 @@ func TestLoopSyncAlwaysPipelines(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestLoopFragmentedInput sends random scripts of commands to clients on
+// one event loop in random fragments, from several connections at once,
+// and checks every reply byte for byte against a model. Half the clients
+// then shut down their side and must see every reply and then the close;
+// some scripts hold values too big for the read buffer, which take the
+// client off the loop mid-script.
+func TestLoopFragmentedInput(t *testing.T) {
+	skipWithoutLoops(t)
+	for _, policy := range []caskade.SyncPolicy{caskade.SyncNone, caskade.SyncAlways} {
+		t.Run(policy.String(), func(t *testing.T) {
+			ts := startServerOpts(t, &caskade.Options{Sync: policy}, func(s *Server) { s.EventLoops = 1 })
+			wiretest.Clients(t, ts.addr, 6, func(r *rand.Rand, g int) ([]byte, string) {
+				return fragmentScript(r, g, g%3 == 2)
+			})
+		})
+	}
+}
+
+// fragmentScript returns a random script of commands for client g, in
+// RESP and inline form, with the replies a model expects; with big, some
+// values are larger than the read buffer.
+func fragmentScript(r *rand.Rand, g int, big bool) (script []byte, want string) {
+	var s, w strings.Builder
+	model := map[string]string{}
+	bulk := func(v string) string { return fmt.Sprintf("$%d\r\n%s\r\n", len(v), v) }
+	for range 200 {
+		k := fmt.Sprintf("f%d:%d", g, r.IntN(5))
+		switch op := r.IntN(12); {
+		case op < 3:
+			v := strings.Repeat(string(rune('a'+r.IntN(26))), 1+r.IntN(30))
+			if big && r.IntN(15) == 0 {
+				v = strings.Repeat("B", 20000+r.IntN(50000))
+			}
+			s.WriteString(cmd("SET", k, v))
+			w.WriteString("+OK\r\n")
+			model[k] = v
+		case op < 6:
+			s.WriteString(cmd("GET", k))
+			if v, ok := model[k]; ok {
+				w.WriteString(bulk(v))
+			} else {
+				w.WriteString("$-1\r\n")
+			}
+		case op < 7:
+			s.WriteString(cmd("APPEND", k, "xy"))
+			model[k] += "xy"
+			fmt.Fprintf(&w, ":%d\r\n", len(model[k]))
+		case op < 8:
+			s.WriteString(cmd("DEL", k))
+			if _, ok := model[k]; ok {
+				w.WriteString(":1\r\n")
+			} else {
+				w.WriteString(":0\r\n")
+			}
+			delete(model, k)
+		case op < 10:
+			c := fmt.Sprintf("f%d:n", g)
+			n, _ := strconv.Atoi(model[c])
+			model[c] = strconv.Itoa(n + 1)
+			if r.IntN(2) == 0 {
+				s.WriteString("INCR " + c + "\r\n") // inline
+			} else {
+				s.WriteString(cmd("INCR", c))
+			}
+			fmt.Fprintf(&w, ":%d\r\n", n+1)
+		default:
+			s.WriteString("PING\r\n")
+			w.WriteString("+PONG\r\n")
+		}
+	}
+	return []byte(s.String()), w.String()
 }
