@@ -325,8 +325,9 @@ func TestLoopSyncAlwaysPipelines(t *testing.T) {
 // one event loop in random fragments, from several connections at once,
 // and checks every reply byte for byte against a model. Half the clients
 // then shut down their side and must see every reply and then the close;
-// some scripts hold values too big for the read buffer, which take the
-// client off the loop mid-script.
+// some scripts hold values too big for the read buffer, and under
+// SyncAlways every EXEC, both of which take the client off the loop
+// mid-script.
 func TestLoopFragmentedInput(t *testing.T) {
 	skipWithoutLoops(t)
 	for _, policy := range []caskade.SyncPolicy{caskade.SyncNone, caskade.SyncAlways} {
@@ -348,7 +349,7 @@ func fragmentScript(r *rand.Rand, g int, big bool) (script []byte, want string) 
 	bulk := func(v string) string { return fmt.Sprintf("$%d\r\n%s\r\n", len(v), v) }
 	for range 200 {
 		k := fmt.Sprintf("f%d:%d", g, r.IntN(5))
-		switch op := r.IntN(12); {
+		switch op := r.IntN(13); {
 		case op < 3:
 			v := strings.Repeat(string(rune('a'+r.IntN(26))), 1+r.IntN(30))
 			if big && r.IntN(15) == 0 {
@@ -386,6 +387,24 @@ func fragmentScript(r *rand.Rand, g int, big bool) (script []byte, want string) 
 				s.WriteString(cmd("INCR", c))
 			}
 			fmt.Fprintf(&w, ":%d\r\n", n+1)
+		case op < 11:
+			// A transaction: under SyncAlways its EXEC takes the client
+			// off the loop, with the rest of the script still buffered.
+			s.WriteString(cmd("MULTI"))
+			w.WriteString("+OK\r\n")
+			var replies []string
+			for range 1 + r.IntN(3) {
+				v := strconv.Itoa(r.IntN(1000))
+				s.WriteString(cmd("SET", k, v))
+				w.WriteString("+QUEUED\r\n")
+				replies = append(replies, "+OK\r\n")
+				model[k] = v
+			}
+			s.WriteString(cmd("GET", k))
+			w.WriteString("+QUEUED\r\n")
+			replies = append(replies, bulk(model[k]))
+			s.WriteString(cmd("EXEC"))
+			fmt.Fprintf(&w, "*%d\r\n%s", len(replies), strings.Join(replies, ""))
 		default:
 			s.WriteString("PING\r\n")
 			w.WriteString("+PONG\r\n")
