@@ -184,7 +184,8 @@ func TestHalfClose(t *testing.T) {
 // one event loop in random fragments, from several connections at once,
 // and checks every reply byte for byte against a model. Half the clients
 // then shut down their side and must see every reply and then the close;
-// some scripts hold values larger than the loop's first read buffer.
+// some scripts hold values larger than the loop's first read buffer. The
+// scripts mix the text and meta protocols.
 func TestLoopFragmentedInput(t *testing.T) {
 	skipWithoutLoops(t)
 	for _, policy := range []caskade.SyncPolicy{caskade.SyncNone, caskade.SyncAlways} {
@@ -209,7 +210,7 @@ func memcacheScript(r *rand.Rand, g int, big bool) (script []byte, want string) 
 	model := map[string]string{}
 	for range 200 {
 		k := fmt.Sprintf("f%d:%d", g, r.IntN(5))
-		switch op := r.IntN(12); {
+		switch op := r.IntN(13); {
 		case op < 3:
 			v := strings.Repeat(string(rune('a'+r.IntN(26))), 1+r.IntN(30))
 			if big && r.IntN(15) == 0 {
@@ -255,6 +256,20 @@ func memcacheScript(r *rand.Rand, g int, big bool) (script []byte, want string) 
 			model[c] = strconv.Itoa(n + 1)
 			fmt.Fprintf(&s, "incr %s 1\r\n", c)
 			fmt.Fprintf(&w, "%d\r\n", n+1)
+		case op < 11:
+			// The meta protocol: a set, then a get or a delete.
+			v := strings.Repeat(string(rune('A'+r.IntN(26))), 1+r.IntN(40))
+			fmt.Fprintf(&s, "ms %s %d\r\n%s\r\n", k, len(v), v)
+			w.WriteString("HD\r\n")
+			model[k] = v
+			if r.IntN(2) == 0 {
+				fmt.Fprintf(&s, "mg %s v\r\n", k)
+				fmt.Fprintf(&w, "VA %d\r\n%s\r\n", len(v), v)
+			} else {
+				fmt.Fprintf(&s, "md %s\r\nmg %s v\r\n", k, k)
+				w.WriteString("HD\r\nEN\r\n")
+				delete(model, k)
+			}
 		default:
 			s.WriteString("mn\r\n")
 			w.WriteString("MN\r\n")
