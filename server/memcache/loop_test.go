@@ -2,15 +2,12 @@ package memcache
 
 import (
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
 	"github.com/caskade/caskade"
@@ -158,24 +155,12 @@ func TestHalfClose(t *testing.T) {
 	for _, n := range []int{1, 3000} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			ts := startServer(t)
-			c := ts.dial(t)
 			var req, want strings.Builder
 			for i := range n {
 				fmt.Fprintf(&req, "set k%d 0 0 1\r\nx\r\nget k%d\r\n", i, i)
 				fmt.Fprintf(&want, "STORED\r\nVALUE k%d 0 1\r\nx\r\nEND\r\n", i)
 			}
-			c.send(req.String())
-			if err := c.c.(*net.TCPConn).CloseWrite(); err != nil {
-				t.Fatal(err)
-			}
-			c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-			got, err := io.ReadAll(c.r)
-			if err != nil {
-				t.Fatalf("reading the replies and the close: %v (got %d bytes)", err, len(got))
-			}
-			if string(got) != want.String() {
-				t.Fatalf("got %d bytes of replies, want %d", len(got), want.Len())
-			}
+			wiretest.Exchange(t, ts.addr, rand.New(rand.NewPCG(uint64(n), 1)), []byte(req.String()), want.String(), true, "client")
 		})
 	}
 }

@@ -2,13 +2,14 @@ package redis
 
 import (
 	"fmt"
-	"io"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/internal/wiretest"
 )
 
 // TestReplies checks replies byte for byte against Redis's.
@@ -449,25 +450,13 @@ func TestHalfClose(t *testing.T) {
 		for _, n := range []int{1, 3000} {
 			t.Run(fmt.Sprintf("%s/%d", sync, n), func(t *testing.T) {
 				ts := startServerOpts(t, &caskade.Options{Sync: sync})
-				c := ts.dial()
 				var req, want strings.Builder
 				for i := range n {
 					req.WriteString(cmd("SET", fmt.Sprint("k", i), "v"))
 					req.WriteString(cmd("GET", fmt.Sprint("k", i)))
 					want.WriteString("+OK\r\n$1\r\nv\r\n")
 				}
-				c.send(req.String())
-				if err := c.nc.(*net.TCPConn).CloseWrite(); err != nil {
-					t.Fatal(err)
-				}
-				c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-				got, err := io.ReadAll(c.br)
-				if err != nil {
-					t.Fatalf("reading the replies and the close: %v (got %d bytes)", err, len(got))
-				}
-				if string(got) != want.String() {
-					t.Fatalf("got %d bytes of replies, want %d", len(got), want.Len())
-				}
+				wiretest.Exchange(t, ts.addr, rand.New(rand.NewPCG(uint64(n), 1)), []byte(req.String()), want.String(), true, "client")
 			})
 		}
 	}
