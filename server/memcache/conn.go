@@ -2,10 +2,12 @@ package memcache
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -144,9 +146,16 @@ func (c *conn) serve() {
 // deferred call.
 func (c *conn) endGoroutine() {
 	if p := recover(); p != nil {
-		c.s.log.Error("memcache: panic serving connection", "remote", c.nc.RemoteAddr().String(), "panic", p)
+		c.panicked(p)
 	}
 	c.end()
+}
+
+// panicked logs a panic recovered while serving the connection, which is
+// then closed.
+func (c *conn) panicked(p any) {
+	c.s.log.Error("memcache: panic serving connection", "remote", c.nc.RemoteAddr().String(),
+		"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 }
 
 // end writes the last replies, closes the connection and counts it gone.

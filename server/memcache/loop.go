@@ -136,7 +136,7 @@ func (c *conn) Idle() {
 // connections go on.
 func (c *conn) loopPanic() {
 	if p := recover(); p != nil {
-		c.s.log.Error("memcache: panic serving connection", "remote", c.nc.RemoteAddr().String(), "panic", p)
+		c.panicked(p)
 		c.closeOnLoop(nil)
 	}
 }

@@ -109,6 +109,17 @@ func (e *echo) goroutine(rest, pending []byte) {
 	}
 }
 
+// waitClosed fails t with msg unless the connection's handler or goroutine
+// closes it within 10 seconds.
+func (e *echo) waitClosed(t *testing.T, msg string) {
+	t.Helper()
+	select {
+	case <-e.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal(msg)
+	}
+}
+
 func pattern(n int) []byte {
 	b := make([]byte, n)
 	for i := range b {
@@ -318,11 +329,7 @@ func TestDetach(t *testing.T) {
 		t.Error("still attached after Detach")
 	}
 	nc.Close()
-	select {
-	case <-e.closed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the goroutine did not see the close")
-	}
+	e.waitClosed(t, "the goroutine did not see the close")
 }
 
 // TestCloseFromOutside checks that closing a connection from another
@@ -331,11 +338,7 @@ func TestCloseFromOutside(t *testing.T) {
 	_, _, e := served(t)
 	e.nc.Close()
 	e.c.Kick()
-	select {
-	case <-e.closed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the handler did not see its connection closed")
-	}
+	e.waitClosed(t, "the handler did not see its connection closed")
 }
 
 // TestKickedWhileDrained checks that input arriving after the loop found
@@ -382,10 +385,6 @@ func TestHalfClose(t *testing.T) {
 			t.Fatal(err)
 		}
 		expectLine(t, r, strings.ToUpper(line))
-		select {
-		case <-e.closed:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the handler did not see the end of the input")
-		}
+		e.waitClosed(t, "the handler did not see the end of the input")
 	}
 }

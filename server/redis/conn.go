@@ -231,11 +231,17 @@ func (c *client) serve() {
 // call.
 func (c *client) endGoroutine() {
 	if r := recover(); r != nil {
-		c.s.panics.Add(1)
-		c.s.log.Error("redis: panic serving a client; connection closed",
-			"addr", c.addr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		c.panicked(r)
 	}
 	c.end()
+}
+
+// panicked counts and logs a panic recovered while serving the client,
+// whose connection is then closed.
+func (c *client) panicked(r any) {
+	c.s.panics.Add(1)
+	c.s.log.Error("redis: panic serving a client; connection closed",
+		"addr", c.addr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 }
 
 // end ends the client: a command that panicked in its turn must not keep

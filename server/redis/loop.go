@@ -2,8 +2,6 @@ package redis
 
 import (
 	"errors"
-	"fmt"
-	"runtime/debug"
 	"time"
 
 	"github.com/caskade/caskade"
@@ -194,9 +192,7 @@ func (c *client) Idle() {
 // a client whose command panicked; the loop and its other clients go on.
 func (c *client) loopPanic() {
 	if r := recover(); r != nil {
-		c.s.panics.Add(1)
-		c.s.log.Error("redis: panic serving a client; connection closed",
-			"addr", c.addr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		c.panicked(r)
 		c.closeOnLoop()
 	}
 }

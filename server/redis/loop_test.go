@@ -334,16 +334,16 @@ func TestLoopFragmentedInput(t *testing.T) {
 		t.Run(policy.String(), func(t *testing.T) {
 			ts := startServerOpts(t, &caskade.Options{Sync: policy}, func(s *Server) { s.EventLoops = 1 })
 			wiretest.Clients(t, ts.addr, 6, func(r *rand.Rand, g int) ([]byte, string) {
-				return fragmentScript(r, g, g%3 == 2)
+				return redisScript(r, g, g%3 == 2)
 			})
 		})
 	}
 }
 
-// fragmentScript returns a random script of commands for client g, in
+// redisScript returns a random script of commands for client g, in
 // RESP and inline form, with the replies a model expects; with big, some
 // values are larger than the read buffer.
-func fragmentScript(r *rand.Rand, g int, big bool) (script []byte, want string) {
+func redisScript(r *rand.Rand, g int, big bool) (script []byte, want string) {
 	var s, w strings.Builder
 	model := map[string]string{}
 	bulk := func(v string) string { return fmt.Sprintf("$%d\r\n%s\r\n", len(v), v) }
