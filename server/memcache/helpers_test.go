@@ -6,13 +6,12 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/internal/wiretest"
 )
 
 // testServer is a Server on 127.0.0.1:0 over a fresh database.
@@ -47,7 +46,7 @@ func startServerUDP(t testing.TB, opts ...serverOpt) *testServer {
 
 func startServerDB(t testing.TB, db *caskade.DB, withUDP bool, opts ...serverOpt) *testServer {
 	t.Helper()
-	s := &Server{DB: db, EventLoops: testEventLoops(t)}
+	s := &Server{DB: db, EventLoops: wiretest.EventLoops(t)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -84,21 +83,6 @@ func startServerDB(t testing.TB, db *caskade.DB, withUDP bool, opts ...serverOpt
 		}
 	})
 	return ts
-}
-
-// testEventLoops returns the Server.EventLoops the tests use: the default,
-// unless CASKADE_TEST_EVENT_LOOPS says otherwise (CI runs the package once
-// more with -1, a goroutine per connection).
-func testEventLoops(t testing.TB) int {
-	v := os.Getenv("CASKADE_TEST_EVENT_LOOPS")
-	if v == "" {
-		return 0
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		t.Fatalf("CASKADE_TEST_EVENT_LOOPS=%q: %v", v, err)
-	}
-	return n
 }
 
 // rawClient speaks the text protocol over a plain TCP connection.

@@ -3,7 +3,6 @@ package memcache
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,13 +12,6 @@ import (
 	"github.com/caskade/caskade"
 	"github.com/caskade/caskade/server/internal/wiretest"
 )
-
-// skipWithoutLoops skips a test of the event loops where there are none.
-func skipWithoutLoops(t *testing.T) {
-	if runtime.GOOS != "linux" || testEventLoops(t) < 0 {
-		t.Skip("no event loops here")
-	}
-}
 
 // onLoop reports whether the server's only connection is served by an
 // event loop.
@@ -41,7 +33,7 @@ func onLoop(t *testing.T, s *Server) bool {
 // for them and shrinks back), and that a data block over the item size
 // limit is refused and skipped.
 func TestLoopLargeValues(t *testing.T) {
-	skipWithoutLoops(t)
+	wiretest.SkipWithoutLoops(t)
 	ts := startServer(t)
 	c := ts.dial(t)
 	for _, n := range []int{100, 20 << 10, 300 << 10, DefaultMaxItemSize} {
@@ -68,7 +60,7 @@ func TestLoopLargeValues(t *testing.T) {
 // replies holds up neither the other connections of its loop nor its own
 // replies, which arrive whole and in order once it reads.
 func TestLoopSlowReader(t *testing.T) {
-	skipWithoutLoops(t)
+	wiretest.SkipWithoutLoops(t)
 	ts := startServer(t, func(s *Server) { s.EventLoops = 1 })
 	v := strings.Repeat("v", 512<<10)
 	other := ts.dial(t)
@@ -94,7 +86,7 @@ func TestLoopSlowReader(t *testing.T) {
 // that a write moves its connection off it, and that concurrent writers
 // through gomemcache all land.
 func TestLoopSyncAlways(t *testing.T) {
-	skipWithoutLoops(t)
+	wiretest.SkipWithoutLoops(t)
 	db, err := caskade.Open(t.TempDir(), &caskade.Options{Sync: caskade.SyncAlways, MergeInterval: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +129,7 @@ func TestLoopSyncAlways(t *testing.T) {
 
 // TestLoopCloseConns checks that Close ends idle connections on a loop.
 func TestLoopCloseConns(t *testing.T) {
-	skipWithoutLoops(t)
+	wiretest.SkipWithoutLoops(t)
 	ts := startServer(t)
 	c := ts.dial(t)
 	c.do("version\r\n", "VERSION "+MemcachedVersion+"\r\n")
@@ -172,7 +164,7 @@ func TestHalfClose(t *testing.T) {
 // some scripts hold values larger than the loop's first read buffer. The
 // scripts mix the text and meta protocols.
 func TestLoopFragmentedInput(t *testing.T) {
-	skipWithoutLoops(t)
+	wiretest.SkipWithoutLoops(t)
 	for _, policy := range []caskade.SyncPolicy{caskade.SyncNone, caskade.SyncAlways} {
 		t.Run(policy.String(), func(t *testing.T) {
 			db, err := caskade.Open(t.TempDir(), &caskade.Options{Sync: policy, MergeInterval: -1})

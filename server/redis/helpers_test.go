@@ -8,13 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/internal/wiretest"
 )
 
 // testServer is a server on 127.0.0.1:0 over a database in t.TempDir().
@@ -65,7 +65,7 @@ func startServerOpts(t *testing.T, opts *caskade.Options, configure ...func(*Ser
 func startServerOn(t *testing.T, db *caskade.DB, configure ...func(*Server)) *testServer {
 	t.Helper()
 	ts := &testServer{t: t, db: db, done: make(chan error, 1)}
-	ts.srv = &Server{DB: db, Logger: testLogger(t), EventLoops: testEventLoops(t)}
+	ts.srv = &Server{DB: db, Logger: testLogger(t), EventLoops: wiretest.EventLoops(t)}
 	for _, f := range configure {
 		if f != nil {
 			f(ts.srv)
@@ -84,21 +84,6 @@ func startServerOn(t *testing.T, db *caskade.DB, configure ...func(*Server)) *te
 		}
 	})
 	return ts
-}
-
-// testEventLoops returns the Server.EventLoops the tests use: the default,
-// unless CASKADE_TEST_EVENT_LOOPS says otherwise (CI runs the package once
-// more with -1, a goroutine per client).
-func testEventLoops(t *testing.T) int {
-	v := os.Getenv("CASKADE_TEST_EVENT_LOOPS")
-	if v == "" {
-		return 0
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		t.Fatalf("CASKADE_TEST_EVENT_LOOPS=%q: %v", v, err)
-	}
-	return n
 }
 
 // rawConn is a client speaking raw bytes.

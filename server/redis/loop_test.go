@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,17 +27,10 @@ func onLoop(t *testing.T, s *Server) bool {
 	return cs[0].looped()
 }
 
-// skipWithoutLoops skips a test of the event loops where there are none.
-func skipWithoutLoops(t *testing.T) {
-	if runtime.GOOS != "linux" || testEventLoops(t) < 0 {
-		t.Skip("no event loops here")
-	}
-}
-
 // TestLoopBigCommand checks that a command bigger than the read buffer is
 // read whole (by the goroutine the client then moves to).
 func TestLoopBigCommand(t *testing.T) {
-	skipWithoutLoops(t)
+	wiretest.SkipWithoutLoops(t)
 	ts := startServer(t, nil)
 	c := ts.dial()
 	c.do(cmd("PING"), "+PONG\r\n")
@@ -57,7 +49,7 @@ func TestLoopBigCommand(t *testing.T) {
 // holds up neither the other clients of its loop nor its own replies,
 // which arrive whole and in order once it reads.
 func TestLoopSlowReader(t *testing.T) {
-	skipWithoutLoops(t)
+	wiretest.SkipWithoutLoops(t)
 	ts := startServer(t, func(s *Server) { s.EventLoops = 1 })
 	val := strings.Repeat("x", 256<<10)
 	setup := ts.dial()
@@ -95,7 +87,7 @@ func TestLoopSlowReader(t *testing.T) {
 // another write moves its client off it (its fsync would stall the loop's
 // other clients), and that concurrent writers all land.
 func TestLoopSyncAlways(t *testing.T) {
-	skipWithoutLoops(t)
+	wiretest.SkipWithoutLoops(t)
 	ts := startServerOpts(t, &caskade.Options{Sync: caskade.SyncAlways})
 	srv := ts.srv
 	c := ts.dial()
@@ -140,7 +132,7 @@ func TestLoopSyncAlways(t *testing.T) {
 // TestLoopClientKill checks that CLIENT KILL and Shutdown end idle
 // clients on a loop at once.
 func TestLoopClientKill(t *testing.T) {
-	skipWithoutLoops(t)
+	wiretest.SkipWithoutLoops(t)
 	ts := startServer(t, nil)
 	victim := ts.dial()
 	victim.do(cmd("CLIENT", "ID"), "")
@@ -172,7 +164,7 @@ func TestLoopClientKill(t *testing.T) {
 // shared counter gets its own result, and each client reads its own
 // writes.
 func TestLoopTurnCommits(t *testing.T) {
-	skipWithoutLoops(t)
+	wiretest.SkipWithoutLoops(t)
 	ts := startServer(t, func(s *Server) { s.EventLoops = 1 })
 	const clients, rounds = 16, 200
 	results := make(chan int64, clients*rounds)
@@ -230,7 +222,7 @@ func TestLoopTurnCommits(t *testing.T) {
 // on keys of its own, and checks every reply against a model. Half the
 // clients never send the other writes, and stay on the loop throughout.
 func TestLoopSyncAlwaysPipelines(t *testing.T) {
-	skipWithoutLoops(t)
+	wiretest.SkipWithoutLoops(t)
 	ts := startServerOpts(t, &caskade.Options{Sync: caskade.SyncAlways}, func(s *Server) { s.EventLoops = 1 })
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -329,7 +321,7 @@ func TestLoopSyncAlwaysPipelines(t *testing.T) {
 // SyncAlways every EXEC, both of which take the client off the loop
 // mid-script.
 func TestLoopFragmentedInput(t *testing.T) {
-	skipWithoutLoops(t)
+	wiretest.SkipWithoutLoops(t)
 	for _, policy := range []caskade.SyncPolicy{caskade.SyncNone, caskade.SyncAlways} {
 		t.Run(policy.String(), func(t *testing.T) {
 			ts := startServerOpts(t, &caskade.Options{Sync: policy}, func(s *Server) { s.EventLoops = 1 })

@@ -1,6 +1,7 @@
-// Package wiretest drives a server's front end from tests the way an
-// unruly client does: a script of requests in random fragments, read
-// replies compared byte for byte, and optionally a half-close.
+// Package wiretest holds what the tests of the Redis and memcached front
+// ends share: a client that drives a server the way an unruly client does
+// (a script of requests in random fragments, replies compared byte for
+// byte, optionally a half-close), and the tests' choice of event loops.
 package wiretest
 
 import (
@@ -8,6 +9,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
+	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -83,4 +87,28 @@ func Clients(t *testing.T, addr string, n int, script func(r *rand.Rand, g int) 
 		})
 	}
 	wg.Wait()
+}
+
+// EventLoops returns the Server.EventLoops that the front ends' tests use:
+// 0 (the default), unless the environment variable
+// CASKADE_TEST_EVENT_LOOPS says otherwise (CI runs those packages once more
+// with -1, a goroutine per connection).
+func EventLoops(t testing.TB) int {
+	v := os.Getenv("CASKADE_TEST_EVENT_LOOPS")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("CASKADE_TEST_EVENT_LOOPS=%q: %v", v, err)
+	}
+	return n
+}
+
+// SkipWithoutLoops skips a test of the event loops where there are none:
+// off Linux, or when CASKADE_TEST_EVENT_LOOPS asks for goroutines.
+func SkipWithoutLoops(t *testing.T) {
+	if runtime.GOOS != "linux" || EventLoops(t) < 0 {
+		t.Skip("no event loops here")
+	}
 }
