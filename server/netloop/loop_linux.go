@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // wakeID marks the loop's wake-up pipe in epoll events.
@@ -243,7 +244,7 @@ func (l *Loop) run() {
 		// edge-triggered: level-triggered ones would be put back in the
 		// set after each wait, and wake the poller once more every turn.
 		rc.Read(func(fd uintptr) bool {
-			k, err := syscall.EpollWait(int(fd), evs, 0)
+			k, err := epollPoll(int(fd), evs)
 			if err != nil {
 				return err != syscall.EINTR // EINTR: try again
 			}
@@ -363,7 +364,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 				errno = syscall.EAGAIN
 				return true
 			}
-			n, errno = syscall.Read(int(fd), p)
+			n, errno = rawRead(int(fd), p)
 			return true
 		})
 		if err != nil {
@@ -430,7 +431,7 @@ func (c *Conn) writeSome(p []byte) (int, error) {
 		var n int
 		var errno error
 		err := c.rc.Write(func(fd uintptr) bool {
-			n, errno = syscall.Write(int(fd), p[done:])
+			n, errno = rawWrite(int(fd), p[done:])
 			return true
 		})
 		switch {
@@ -547,4 +548,39 @@ func (c *Conn) Kick() {
 		l.wake()
 	}
 	l.mu.Unlock()
+}
+
+// The loop's system calls on its sockets and on its epoll set never block
+// (the sockets are non-blocking and epoll_wait is given no timeout), so
+// they are made as raw system calls, which the scheduler does not see:
+// through syscall.Read and the like, each one would mark the goroutine's
+// processor as in a system call, and the runtime's monitor, finding it
+// there on a busy machine, would hand the processor to another thread
+// (a wake-up and two context switches) for a call that was about to
+// return anyway.
+
+func rawRead(fd int, p []byte) (int, error) {
+	n, _, errno := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+func rawWrite(fd int, p []byte) (int, error) {
+	n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+// epollPoll returns the events waiting in the epoll set epfd, without
+// waiting for any.
+func epollPoll(epfd int, evs []syscall.EpollEvent) (int, error) {
+	n, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(unsafe.SliceData(evs))), uintptr(len(evs)), 0, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
 }
