@@ -78,6 +78,7 @@ func (c *conn) kick() {
 // deadline is set, then shutdown is checked (after setting the deadline, so
 // that a concurrent interrupt's deadline is never overwritten unseen).
 func (c *conn) beforeRead() error {
+	c.sess.ended = time.Time{} // the next command will not start now
 	if err := c.flush(); err != nil {
 		return err
 	}

@@ -71,10 +71,12 @@ func (c *conn) Serve() {
 	defer c.loopPanic()
 	ss := &c.sess
 	c.tc.add(c)
+	ss.ended = time.Time{} // commands left from the last turn do not start then
 	read := false
 	for !c.lc.Backlogged() {
 		line, need := c.commandReady()
 		if need > 0 {
+			ss.ended = time.Time{} // the next command will not start now
 			if read {
 				return
 			}

@@ -97,11 +97,13 @@ func (ss *session) pendingDone(errs []error) {
 	p.scratch = append(p.scratch[:0], ss.out[first:]...)
 	ss.out = ss.out[:first]
 	prev := first
+	end := time.Now()
+	ss.ended = end
 	for i, err := range errs {
 		st := p.sets[i]
 		ss.out = append(ss.out, p.scratch[prev-first:st.at-first]...)
 		prev = st.at
-		ss.s.observe(st.cmd, st.start, err != nil)
+		ss.s.observe(st.cmd, st.start, end, err != nil)
 		if err != nil {
 			ss.s.log.Warn("memcache: store failed", "err", err)
 			if !st.quietErr {

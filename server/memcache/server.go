@@ -368,12 +368,12 @@ func (s *Server) closeConns() {
 	s.mu.Unlock()
 }
 
-// observe records a command's metrics (start is zero when Metrics is nil).
-func (s *Server) observe(cmd commandID, start time.Time, failed bool) {
+// observe records the metrics of a command that ran from start to end.
+func (s *Server) observe(cmd commandID, start, end time.Time, failed bool) {
 	if s.Metrics == nil {
 		return
 	}
-	s.cmdh[cmd].Observe(time.Since(start), failed)
+	s.cmdh[cmd].Observe(end.Sub(start), failed)
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

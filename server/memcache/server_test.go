@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +107,38 @@ func TestMetricsRecorded(t *testing.T) {
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+// A command's latency runs from when it was read, not from the end of the
+// command before it when the connection sat idle in between (pipelined
+// commands share clock readings).
+func TestLatencyExcludesIdle(t *testing.T) {
+	m := metrics.New(nil)
+	ts := startServer(t, func(s *Server) { s.Metrics = m })
+	c := ts.dial(t)
+	c.do("set a 0 0 1 noreply\r\nx\r\nmn\r\n", "MN\r\n")
+	c.do("get a\r\n", lines("VALUE a 0 1", "x", "END"))
+	const idle = 300 * time.Millisecond
+	time.Sleep(idle) // the gap the next commands' latencies must not include
+	c.do("get a\r\nset b 0 0 1 noreply\r\ny\r\nmn\r\n", lines("VALUE a 0 1", "x", "END", "MN"))
+	time.Sleep(idle)
+	c.do("set c 0 0 1\r\nz\r\n", "STORED\r\n")
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, cmd := range []string{"get", "set", "mn"} {
+		re := regexp.MustCompile(`caskade_command_duration_seconds_sum\{command="` + cmd + `",protocol="memcache"\} (\S+)`)
+		mt := re.FindStringSubmatch(rec.Body.String())
+		if mt == nil {
+			t.Fatalf("no latency sum for %s in\n%s", cmd, rec.Body.String())
+		}
+		sum, err := strconv.ParseFloat(mt[1], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum >= idle.Seconds() {
+			t.Errorf("%s: latencies add up to %.3fs, which includes an idle gap of %v", cmd, sum, idle)
 		}
 	}
 }

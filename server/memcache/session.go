@@ -74,6 +74,7 @@ type session struct {
 	count      counters
 	flush      func() error // nil for UDP
 	now        time.Time    // when the current command started
+	ended      time.Time    // when the last command ended, if the next one runs right after it
 	pend       pendingSets  // TCP only
 	onLoop     bool         // an event loop serves the connection: sets wait for the end of its turn
 }
@@ -231,12 +232,20 @@ func (ss *session) execute(line []byte) error {
 	if ss.pend.n > 0 && !isSetLine(line) {
 		ss.commitPending()
 	}
-	ss.now = time.Now() // one clock read for the command and its metrics
+	// In a pipeline, a command starts when the one before it ended, and
+	// a deferred set ends nothing before its commit: one clock read per
+	// command, none per deferred set.
+	ss.now = ss.ended
+	if ss.now.IsZero() {
+		ss.now = time.Now()
+	}
+	ss.ended = ss.now
 	cmd, err := ss.dispatch(line)
 	if ss.deferred {
 		ss.deferred = false // observed when its commit ends (commitPending)
 	} else {
-		ss.s.observe(cmd, ss.now, ss.failed)
+		ss.ended = time.Now()
+		ss.s.observe(cmd, ss.now, ss.ended, ss.failed)
 	}
 	return err
 }

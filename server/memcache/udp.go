@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"time"
 )
 
 // udpHeaderLen is the size of the frame header of every datagram: request
@@ -175,6 +176,7 @@ func (w *udpWorker) handle(d []byte) (replies [][]byte) {
 	}
 	ss := &w.sess
 	ss.out, ss.marks = ss.out[:0], ss.marks[:0]
+	ss.ended = time.Time{} // a datagram's first command starts now
 	ss.r.reset(payload)
 	defer func() {
 		if p := recover(); p != nil {
