@@ -167,10 +167,10 @@ type innerNode struct {
 }
 
 type inner struct {
-	pfx   []byte              // a prefix of every separator: in short if it fits, else arena bytes
-	short [24]byte            // holds a short pfx
-	hints [maxKids - 1]uint64 // hint64 of keys[i] after pfx
-	keys  [maxKids - 1]uint64 // keys[i] (an arena reference) is the least key under kids[i+1]
+	pfx   []byte               // a prefix of every separator: in short if it fits, else arena bytes
+	short [24]byte             // holds a short pfx
+	hints [maxKids - 1]sepHint // sepHintOf keys[i] after pfx
+	keys  [maxKids - 1]uint64  // keys[i] (an arena reference) is the least key under kids[i+1]
 	kids  [maxKids]*node
 }
 
@@ -307,22 +307,29 @@ func (t *Tree) pack(v *val, e Entry) {
 
 func (t *Tree) keyOf(ref uint64) []byte { return t.ar.key(ref) }
 
-// hint24 and hint64 order the bytes of a key after its node's prefix: if
-// hint(a) < hint(b) then a < b (a short key is padded with zeros, so equal
-// hints say nothing and the keys themselves decide).
+// hint24 and sepHintOf order the bytes of a key after its node's prefix:
+// if hint(a) < hint(b) then a < b (a short key is padded with zeros, so
+// equal hints say nothing and the keys themselves decide).
 func hint24(s []byte) uint64 {
 	var b [3]byte
 	copy(b[:], s)
 	return uint64(b[0])<<16 | uint64(b[1])<<8 | uint64(b[2])
 }
 
-func hint64(s []byte) uint64 {
-	if len(s) >= 8 {
-		return binary.BigEndian.Uint64(s)
+// sepHint is a separator's hint: the first 16 bytes after its node's
+// prefix, as two big-endian words. Sixteen, not eight: in a node whose
+// keys share no prefix (the root over "counter:..." and "key:0000000..."
+// keys, say), the separators of one family would otherwise all have the
+// same hint, and a search would read a key from the arena at every step.
+type sepHint struct{ hi, lo uint64 }
+
+func sepHintOf(s []byte) sepHint {
+	if len(s) >= 16 {
+		return sepHint{binary.BigEndian.Uint64(s), binary.BigEndian.Uint64(s[8:])}
 	}
-	var b [8]byte
+	var b [16]byte
 	copy(b[:], s)
-	return binary.BigEndian.Uint64(b[:])
+	return sepHint{binary.BigEndian.Uint64(b[:]), binary.BigEndian.Uint64(b[8:])}
 }
 
 // outside compares key with the prefix p of every key in a node: 0 if key
@@ -409,7 +416,7 @@ func (t *Tree) refitInner(n *node) {
 	first := t.keyOf(n.keys[0])
 	n.setPfx(first[:record.CommonPrefix(first, t.keyOf(n.keys[n.n-2]))])
 	for i := range n.n - 1 {
-		n.hints[i] = hint64(t.keyOf(n.keys[i])[len(n.pfx):])
+		n.hints[i] = sepHintOf(t.keyOf(n.keys[i])[len(n.pfx):])
 	}
 }
 
@@ -422,7 +429,7 @@ func (t *Tree) setSep(n *node, i int, ref uint64) {
 		t.refitInner(n)
 		return
 	}
-	n.hints[i] = hint64(k[len(n.pfx):])
+	n.hints[i] = sepHintOf(k[len(n.pfx):])
 }
 
 // searchLeaf returns the index of the first item >= key and whether it is
@@ -482,13 +489,15 @@ func (t *Tree) searchInner(n *node, key []byte) int {
 		return n.n - 1
 	}
 	rest := key[len(n.pfx):]
-	h := hint64(rest)
+	h := sepHintOf(rest)
 	lo, hi := 0, n.n-1
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		var le bool // separator m <= key
-		if sh := n.hints[m]; sh != h {
-			le = sh < h
+		if sh := &n.hints[m]; sh.hi != h.hi {
+			le = sh.hi < h.hi
+		} else if sh.lo != h.lo {
+			le = sh.lo < h.lo
 		} else {
 			le = bytes.Compare(t.keyOf(n.keys[m])[len(n.pfx):], rest) <= 0
 		}

@@ -403,7 +403,7 @@ func (t *Tree) checkNode(n *node) error {
 		if !bytes.HasPrefix(k, n.pfx) {
 			return fmt.Errorf("separator %q lacks prefix %q", k, n.pfx)
 		}
-		if n.keys[i]>>refBits != 0 || n.hints[i] != hint64(k[len(n.pfx):]) {
+		if n.keys[i]>>refBits != 0 || n.hints[i] != sepHintOf(k[len(n.pfx):]) {
 			return fmt.Errorf("separator %q (prefix %q) has hint %x", k, n.pfx, n.hints[i])
 		}
 	}
@@ -469,6 +469,24 @@ func TestCompact(t *testing.T) {
 // key's hint is unique in its leaf.
 func BenchmarkProbeRandom(b *testing.B) {
 	tr, keys := randomTree()
+	r := rand.New(rand.NewPCG(1, 1))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, ok, _ := tr.Probe(keys[r.IntN(len(keys))]); !ok {
+			b.Fatal("missing")
+		}
+	}
+}
+
+// BenchmarkProbeTwoFamilies is BenchmarkProbeRandom in a tree that also
+// holds as many keys of another family ("counter:" and 12 digits, as
+// redis-benchmark's INCR leaves them), so that the root's keys share no
+// prefix.
+func BenchmarkProbeTwoFamilies(b *testing.B) {
+	tr, keys := randomTree()
+	for i, k := range benchKeys(len(keys)) {
+		tr.Set(append([]byte("counter:"), k[len("key:"):]...), Entry{FileID: 1, Version: uint64(i)})
+	}
 	r := rand.New(rand.NewPCG(1, 1))
 	b.ResetTimer()
 	for b.Loop() {
