@@ -230,7 +230,7 @@ type Tree struct {
 	bases    *fileBases
 	readOnly bool
 	tracked  map[string]struct{} // keys changed since Track, if tracking
-	shape    uint64              // counts the changes that move items between leaves, and deletions (see Pos)
+	dels     uint64              // counts deletions, which may take a leaf out of the tree (see Pos)
 }
 
 // New returns an empty Tree.
@@ -510,17 +510,22 @@ func (t *Tree) searchInner(n *node, key []byte) int {
 	return lo
 }
 
-// Pos is where Find found a key. While the tree keeps its shape (no item
-// moved to another leaf, no key deleted and no Clone since), SetAt
-// replaces the key's entry there without searching the tree again, if the
-// key is still at that index of its leaf: a read-modify-write (an
-// increment, an atomic operation) then walks the tree once instead of
-// twice, even after other keys were set or added.
+// Pos is where Find found a key. While no key was deleted and no Clone
+// taken since, SetAt replaces the key's entry there without searching the
+// tree again, if the key is still at that index of its leaf: a
+// read-modify-write (an increment, an atomic operation) then walks the
+// tree once instead of twice, even after other keys were set or added.
+//
+// Only a deletion can take a leaf out of the tree (by emptying it, or
+// merging it into a sibling) and leave it holding items that SetAt would
+// then change unseen; a split or a shift of items between siblings
+// leaves every leaf in the tree and moves items to other indexes or
+// leaves, where the item's keys word is not found at the Pos.
 type Pos struct {
-	leaf  *node
-	i     int
-	shape uint64
-	word  uint64 // the item's keys word: its hint and its key's arena position, unique to it
+	leaf *node
+	i    int
+	dels uint64
+	word uint64 // the item's keys word: its hint and its key's arena position, unique to it
 }
 
 // Find returns the entry for key and, if key is present, its Pos.
@@ -536,7 +541,7 @@ func (t *Tree) Find(key []byte) (Entry, Pos, bool) {
 	if !ok {
 		return Entry{}, Pos{}, false
 	}
-	return t.entry(n.items(), i), Pos{n, i, t.shape, n.items().keys[i]}, true
+	return t.entry(n.items(), i), Pos{n, i, t.dels, n.items().keys[i]}, true
 }
 
 // SetAt replaces the entry of key, which Find found at p, and returns the
@@ -547,7 +552,7 @@ func (t *Tree) Find(key []byte) (Entry, Pos, bool) {
 // recognises the item without reading its key.
 func (t *Tree) SetAt(p Pos, key []byte, e Entry) (old Entry, ok bool) {
 	t.mutable()
-	if p.leaf == nil || p.shape != t.shape || p.leaf.gen != t.gen || p.i >= p.leaf.n {
+	if p.leaf == nil || p.dels != t.dels || p.leaf.gen != t.gen || p.i >= p.leaf.n {
 		return Entry{}, false // moved, or shared with a clone (path copying needs Set)
 	}
 	if p.leaf.items().keys[p.i] != p.word {
@@ -616,7 +621,7 @@ func (t *Tree) FindProbe(key []byte) (e Entry, p Pos, ok, verify bool) {
 		return Entry{}, Pos{}, false, false
 	}
 	items := n.items()
-	return t.entry(items, i), Pos{n, i, t.shape, items.keys[i]}, true, verify
+	return t.entry(items, i), Pos{n, i, t.dels, items.keys[i]}, true, verify
 }
 
 // probe finds the item of key for Probe and FindProbe: leaf n, index i.
@@ -730,7 +735,6 @@ func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, r
 		}
 		// Split. Appending at the end keeps the left node full, so keys
 		// inserted in ascending order leave full leaves behind.
-		t.shape++ // items move to another leaf
 		mid := maxItems / 2
 		if i == maxItems {
 			mid = maxItems
@@ -819,7 +823,6 @@ func (t *Tree) shiftToSibling(n *node, ci int) bool {
 	case ci > 0 && n.kids[ci-1].n <= maxItems-room:
 		left, child := t.mut(n.kids[ci-1]), t.mut(n.kids[ci])
 		n.kids[ci-1], n.kids[ci] = left, child
-		t.shape++ // items move to another leaf
 		k := (maxItems - left.n + 1) / 2
 		left.items().move(left.n, child.items(), 0, k)
 		left.n += k
@@ -832,7 +835,6 @@ func (t *Tree) shiftToSibling(n *node, ci int) bool {
 	case ci+1 < n.n && n.kids[ci+1].n <= maxItems-room:
 		right, child := t.mut(n.kids[ci+1]), t.mut(n.kids[ci])
 		n.kids[ci+1], n.kids[ci] = right, child
-		t.shape++
 		k := (maxItems - right.n + 1) / 2
 		right.items().move(k, right.items(), 0, right.n)
 		right.items().move(0, child.items(), child.n-k, k)
@@ -857,7 +859,7 @@ func (t *Tree) Delete(key []byte) (Entry, bool) {
 	}
 	// A leaf may merge into a sibling and leave the tree with its items
 	// still in it: SetAt must not write there.
-	t.shape++
+	t.dels++
 	t.root = t.mut(t.root)
 	old := t.remove(t.root, key)
 	t.count--

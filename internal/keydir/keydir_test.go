@@ -85,8 +85,8 @@ func TestModel(t *testing.T) {
 		m map[string]Entry
 	}
 	var clones []clone
-	// Positions from Find: SetAt must use one exactly while the tree kept
-	// its shape, no Clone happened and the key is still at that index.
+	// Positions from Find: SetAt must use one exactly while no key was
+	// deleted, no Clone happened and the key is still at that index.
 	type held struct {
 		pos    Pos
 		key    []byte
@@ -138,10 +138,10 @@ func TestModel(t *testing.T) {
 			e := entryFor(r, step)
 			old, ok := tr.SetAt(h.pos, k, e)
 			// A leaf shared with a clone needs its path copied: Set.
-			want := h.pos.shape == tr.shape && h.clones == len(clones) && h.pos.leaf.gen == tr.gen &&
+			want := h.pos.dels == tr.dels && h.clones == len(clones) && h.pos.leaf.gen == tr.gen &&
 				present && now.leaf == h.pos.leaf && now.i == h.pos.i && now.word == h.pos.word
-			if h.pos.shape == tr.shape && h.clones == len(clones) && !present {
-				t.Fatalf("step %d: %q is gone but the tree kept its shape", step, k)
+			if h.pos.dels == tr.dels && h.clones == len(clones) && !present {
+				t.Fatalf("step %d: %q is gone but no key was deleted", step, k)
 			}
 			if ok != want || (ok && old != m[string(k)]) {
 				t.Fatalf("step %d: SetAt %q = %v %+v, want %v %+v", step, k, ok, old, want, m[string(k)])
@@ -322,6 +322,64 @@ func TestParallelLoaders(t *testing.T) {
 		t.Fatalf("arena live bytes %d", live)
 	}
 	tr.Set([]byte("x"), Entry{FileID: 1})
+}
+
+// Splits and shifts between siblings move items but leave every leaf in
+// the tree: a Pos stays good where its key's item still is, and SetAt
+// declines the others, so no update is lost to a leaf that left the tree.
+func TestSetAtAcrossSplits(t *testing.T) {
+	seed := seed(t)
+	r := rand.New(rand.NewPCG(seed, 1))
+	tr := newTestTree()
+	m := map[string]Entry{}
+	for i := range 5000 {
+		k := fmt.Appendf(nil, "k%08d", r.IntN(1<<20))
+		e := entryFor(r, i)
+		tr.Set(k, e)
+		m[string(k)] = e
+	}
+	type held struct {
+		pos Pos
+		key []byte
+	}
+	var found []held
+	for k := range m {
+		if _, p, ok := tr.Find([]byte(k)); ok && len(found) < 500 {
+			found = append(found, held{p, []byte(k)})
+		}
+	}
+	// Inserts among the held keys: full leaves split or shift items to a
+	// sibling, and items move within leaves.
+	for i := range 300 {
+		k := fmt.Appendf(nil, "k%08d", r.IntN(1<<20))
+		e := entryFor(r, i)
+		tr.Set(k, e)
+		m[string(k)] = e
+	}
+	used := 0
+	for i, h := range found {
+		e := entryFor(r, 100000+i)
+		_, now, _ := tr.Find(h.key)
+		old, ok := tr.SetAt(h.pos, h.key, e)
+		still := now.leaf == h.pos.leaf && now.i == h.pos.i && now.word == h.pos.word
+		if ok != still {
+			t.Fatalf("SetAt %q = %v, but the key's item is at the Pos: %v", h.key, ok, still)
+		}
+		if !ok {
+			old, _ = tr.Set(h.key, e)
+		} else {
+			used++
+		}
+		if old != m[string(h.key)] {
+			t.Fatalf("%q had %+v, want %+v", h.key, old, m[string(h.key)])
+		}
+		m[string(h.key)] = e
+	}
+	check(t, tr, m, "after SetAt")
+	if used == 0 || used == len(found) {
+		t.Fatalf("SetAt used %d of %d positions: the inserts should have moved some items and not others", used, len(found))
+	}
+	t.Logf("SetAt used %d of %d positions after 300 inserts", used, len(found))
 }
 
 // benchKeys returns n distinct 16-byte keys shaped like redis-benchmark's
