@@ -244,7 +244,7 @@ func (ss *session) execute(line []byte) error {
 	if ss.deferred {
 		ss.deferred = false // observed when its commit ends (commitPending)
 	} else {
-		ss.ended = time.Now()
+		ss.ended = ss.now.Add(time.Since(ss.now)) // one clock read (see redis's client.call)
 		ss.s.observe(cmd, ss.now, ss.ended, ss.failed)
 	}
 	return err

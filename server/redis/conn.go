@@ -618,8 +618,11 @@ func (c *client) call(cmd *command, args [][]byte, start time.Time) {
 		s.monitors.feed(c, args, start)
 	}
 	c.exec(cmd, args, start)
-	c.ended = time.Now()
-	d := c.ended.Sub(start)
+	// start has a monotonic clock reading: time.Since reads that clock
+	// alone, where time.Now reads it and the wall clock (two vDSO calls,
+	// not cheap in a VM).
+	d := time.Since(start)
+	c.ended = start.Add(d)
 	us := d.Microseconds()
 	cmd.calls.Add(1)
 	cmd.usec.Add(us)
