@@ -78,6 +78,14 @@ type Conn struct {
 	// instead of marking it drained, so that its handler reads that end.
 	hup    bool
 	active time.Time // of the last read that returned data
+
+	// The functions Read and writeSome hand to rc, made once in Wrap, and
+	// their arguments and results: a function literal made at each call
+	// would be allocated at each call, as rc is an interface.
+	readFn, writeFn func(fd uintptr) bool
+	rbuf, wbuf      []byte
+	rn, wn          int
+	rerr, werrno    error
 }
 
 // New starts an event loop.
@@ -133,7 +141,9 @@ func Wrap(nc net.Conn) (*Conn, error) {
 	if err != nil {
 		return nil, ErrNotPollable
 	}
-	return &Conn{rc: rc}, nil
+	c := &Conn{rc: rc}
+	c.readFn, c.writeFn = c.readFd, c.writeFd
+	return c, nil
 }
 
 // Attach makes the loop serve c with h. The loop may call h at once, from
@@ -226,6 +236,21 @@ func (l *Loop) run() {
 	var drain [64]byte
 	var deadline time.Time
 	var again []*Conn // connections with input left after their last read
+	n := 0
+	// Read calls poll again each time the poller finds the set ready; the
+	// set is empty when it returns false, so no event can be missed while
+	// the goroutine sleeps. The connections are edge-triggered:
+	// level-triggered ones would be put back in the set after each wait,
+	// and wake the poller once more every turn. (Made once: a function
+	// literal passed to rc at each turn would be allocated each time.)
+	poll := func(fd uintptr) bool {
+		k, err := epollPoll(int(fd), evs)
+		if err != nil {
+			return err != syscall.EINTR // EINTR: try again
+		}
+		n = k
+		return k > 0 || len(again) > 0
+	}
 	for {
 		idle := l.idleTimeout()
 		if idle > 0 && (deadline.IsZero() || !l.now.Before(deadline)) {
@@ -237,20 +262,8 @@ func (l *Loop) run() {
 			deadline = time.Time{}
 			ep.SetReadDeadline(deadline)
 		}
-		n := 0
-		// Read calls the function again each time the poller finds the
-		// set ready; the set is empty when it returns false, so no event
-		// can be missed while the goroutine sleeps. The connections are
-		// edge-triggered: level-triggered ones would be put back in the
-		// set after each wait, and wake the poller once more every turn.
-		rc.Read(func(fd uintptr) bool {
-			k, err := epollPoll(int(fd), evs)
-			if err != nil {
-				return err != syscall.EINTR // EINTR: try again
-			}
-			n = k
-			return k > 0 || len(again) > 0
-		})
+		n = 0
+		rc.Read(poll)
 		l.now = time.Now()
 		l.mu.Lock()
 		for i := range n {
@@ -356,24 +369,19 @@ func (l *Loop) expire(idle time.Duration) {
 func (c *Conn) Read(p []byte) (int, error) {
 	var n int
 	var errno error
+	c.rbuf = p
 	for {
 		// Through rc even when drained: a connection closed meanwhile
 		// (to end it from outside) must fail here, not seem idle.
-		err := c.rc.Read(func(fd uintptr) bool {
-			if c.drained && len(p) > 0 {
-				errno = syscall.EAGAIN
-				return true
-			}
-			n, errno = rawRead(int(fd), p)
-			return true
-		})
-		if err != nil {
+		if err := c.rc.Read(c.readFn); err != nil {
+			c.rbuf = nil
 			return 0, err
 		}
-		if errno != syscall.EINTR {
+		if n, errno = c.rn, c.rerr; errno != syscall.EINTR {
 			break
 		}
 	}
+	c.rbuf = nil
 	switch {
 	case errno == syscall.EAGAIN:
 		c.drained = true
@@ -396,6 +404,15 @@ func (c *Conn) Read(p []byte) (int, error) {
 		c.drained = true
 	}
 	return n, nil
+}
+
+func (c *Conn) readFd(fd uintptr) bool {
+	if c.drained && len(c.rbuf) > 0 {
+		c.rn, c.rerr = 0, syscall.EAGAIN
+		return true
+	}
+	c.rn, c.rerr = rawRead(int(fd), c.rbuf)
+	return true
 }
 
 // Write sends p, queueing what the socket does not take at once; the loop
@@ -427,26 +444,30 @@ func (c *Conn) Write(p []byte) error {
 // writeSome writes as much of p as the socket takes now; c.mu is held.
 func (c *Conn) writeSome(p []byte) (int, error) {
 	done := 0
-	for done < len(p) {
-		var n int
-		var errno error
-		err := c.rc.Write(func(fd uintptr) bool {
-			n, errno = rawWrite(int(fd), p[done:])
-			return true
-		})
-		switch {
-		case err != nil:
-			return done, err
-		case errno == syscall.EINTR:
-			continue
-		case errno == syscall.EAGAIN:
-			return done, nil
-		case errno != nil:
-			return done, os.NewSyscallError("write", errno)
+	var err error
+	for done < len(p) && err == nil {
+		c.wbuf = p[done:]
+		if err = c.rc.Write(c.writeFn); err != nil {
+			break
 		}
-		done += n
+		switch errno := c.werrno; errno {
+		case nil:
+			done += c.wn
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			c.wbuf = nil
+			return done, nil
+		default:
+			err = os.NewSyscallError("write", errno)
+		}
 	}
-	return done, nil
+	c.wbuf = nil
+	return done, err
+}
+
+func (c *Conn) writeFd(fd uintptr) bool {
+	c.wn, c.werrno = rawWrite(int(fd), c.wbuf)
+	return true
 }
 
 // arm makes the loop wait for writability (out) or for input; c.mu is
