@@ -752,6 +752,11 @@ func (db *DB) activeFor(n int64, lastVer uint64) (*segment.File, error) {
 		default:
 			db.opts.Logger.Warn("caskade: hint queue full; the file will be scanned at next open", "file", f.Path)
 		}
+		// Sealed for good: if starting the next file fails (a full disk),
+		// the next write tries again without sealing this one twice.
+		db.mu.Lock()
+		db.active.Store(nil)
+		db.mu.Unlock()
 	}
 	id, err := db.allocFileID()
 	if err != nil {
@@ -759,6 +764,10 @@ func (db *DB) activeFor(n int64, lastVer uint64) (*segment.File, error) {
 	}
 	nf, err := segment.Create(db.fs, db.dir, id)
 	if err != nil {
+		// Give the id back unless merge took the next one meanwhile: under
+		// a full disk every group tries again, and burning an id apiece
+		// would run out of them (keydir.MaxFileID) within the hour.
+		db.nextID.CompareAndSwap(id+1, id)
 		return nil, fmt.Errorf("caskade: create data file: %w", err)
 	}
 	nf.MapFor(db.opts.MaxFileSize)

@@ -409,6 +409,72 @@ func TestENOSPCRecovers(t *testing.T) {
 	mustMiss(t, db, "big")
 }
 
+// TestENOSPCNewDataFile checks a full disk met while starting a new data
+// file: the write fails without stopping writes, and it leaves no empty
+// data file behind, which the next open would take for damage once later
+// files follow it.
+func TestENOSPCNewDataFile(t *testing.T) {
+	mem := vfs.NewMem()
+	efs := errorfs.New(mem)
+	db, err := Open("/db", &Options{FS: efs, MaxFileSize: 256, ExpiryPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := bytes.Repeat([]byte("v"), 100)
+	if err := db.Set([]byte("a"), val); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("b"), val); err != nil {
+		t.Fatal(err)
+	}
+	files := len(db.Stats().Files)
+	efs.SetSpace(0)
+	for i := range 3 { // each attempt seals nothing new and starts a new file
+		err = db.Set([]byte("c"), val)
+		if !errors.Is(err, syscall.ENOSPC) || errors.Is(err, ErrWritesStopped) {
+			t.Fatalf("set %d without space: %v", i, err)
+		}
+	}
+	mustMiss(t, db, "c")
+	efs.SetSpace(-1)
+	if err := db.Set([]byte("d"), val); err != nil {
+		t.Fatalf("set after space returned: %v", err)
+	}
+	st := db.Stats().Files
+	if len(st) != files+1 {
+		t.Fatalf("%d data files after one new one, want %d", len(st), files+1)
+	}
+	if last, prev := st[len(st)-1].ID, st[len(st)-2].ID; last != prev+1 {
+		t.Errorf("new data file %d after %d: the failed attempts used up ids", last, prev)
+	}
+	names, err := mem.List("/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if fi, err := mem.Stat("/db/" + name); err == nil && fi.Size() == 0 && strings.HasSuffix(name, ".data") {
+			t.Errorf("empty data file %s left behind", name)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, crash := range []bool{false, true} {
+		fsys := vfs.FS(mem)
+		if crash {
+			fsys = mem.Crash(vfs.CrashOptions{})
+		}
+		db = openTest(t, "/db", &Options{FS: fsys, ExpiryPeriod: -1})
+		mustGet(t, db, "a", string(val))
+		mustGet(t, db, "b", string(val))
+		mustGet(t, db, "d", string(val))
+		mustMiss(t, db, "c")
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestGroupCommitSharesFsyncs checks that concurrent writers under
 // SyncAlways share fsyncs: 64 writers, each of whose writes is acknowledged
 // only after an fsync, need far fewer fsyncs than writes.

@@ -382,25 +382,32 @@ func IsMerged(fs vfs.FS, path string) (bool, error) {
 }
 
 // Create creates data file id in dir, writes its header, syncs it and its
-// directory entry.
+// directory entry. If any step fails, it removes the file again: a file
+// without a complete header holds no records, and once a later file
+// follows it (the next Create after, say, a full disk has room again), the
+// next open would take it for damage.
 func Create(fs vfs.FS, dir string, id uint32) (*File, error) {
 	path := filepath.Join(dir, DataName(id))
 	f, err := fs.Create(path)
 	if err != nil {
 		return nil, err
 	}
+	fail := func(err error) (*File, error) {
+		f.Close()
+		if rerr := fs.Remove(path); rerr != nil {
+			return nil, fmt.Errorf("%w (remove the new file: %w)", err, rerr)
+		}
+		return nil, err
+	}
 	df := newFile(fs, id, path, f, record.FileHeaderSize)
 	if _, err := f.WriteAt(record.AppendFileHeader(nil), 0); err != nil {
-		f.Close()
-		return nil, err
+		return fail(err)
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, err
+		return fail(err)
 	}
 	if err := fs.SyncDir(dir); err != nil {
-		f.Close()
-		return nil, err
+		return fail(err)
 	}
 	return df, nil
 }
