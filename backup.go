@@ -66,7 +66,9 @@ type BackupStats struct {
 // parallel, and finally writes a manifest of sizes and checksums. The copy
 // holds exactly the commits up to the returned version. Restore verifies and
 // installs a backup; a backup directory is also a database directory that
-// Open (read-only, if you like) accepts as it is.
+// Open (read-only, if you like) accepts as it is. A backup that fails (a
+// full disk, a cancelled ctx) removes the files it wrote, and dst too if
+// it made it.
 func (db *DB) Backup(ctx context.Context, dst string, opts *BackupOptions) (BackupStats, error) {
 	st, v, err := db.backup(ctx, dst, opts)
 	if v != nil {
@@ -77,7 +79,7 @@ func (db *DB) Backup(ctx context.Context, dst string, opts *BackupOptions) (Back
 
 // backup does Backup and returns the view of the backup point, which the
 // caller releases.
-func (db *DB) backup(ctx context.Context, dst string, opts *BackupOptions) (BackupStats, *view, error) {
+func (db *DB) backup(ctx context.Context, dst string, opts *BackupOptions) (st BackupStats, v *view, err error) {
 	start := time.Now()
 	var o BackupOptions
 	if opts != nil {
@@ -87,13 +89,19 @@ func (db *DB) backup(ctx context.Context, dst string, opts *BackupOptions) (Back
 	// turns.
 	db.mergeMu.Lock()
 	defer db.mergeMu.Unlock()
+	_, serr := db.fs.Stat(dst)
+	made := errors.Is(serr, fs.ErrNotExist)
 	if err := db.fs.MkdirAll(dst, 0o755); err != nil {
 		return BackupStats{}, nil, fmt.Errorf("caskade: backup: %w", err)
 	}
 	if err := checkEmpty(db.fs, dst); err != nil {
 		return BackupStats{}, nil, err
 	}
-	var v *view
+	defer func() {
+		if err != nil {
+			db.discardBackup(dst, made)
+		}
+	}()
 	if db.opts.ReadOnly {
 		v = db.newView() // nothing is active
 	} else {
@@ -103,7 +111,7 @@ func (db *DB) backup(ctx context.Context, dst string, opts *BackupOptions) (Back
 		}
 		v = ops[0].view
 	}
-	st := BackupStats{Version: v.version}
+	st = BackupStats{Version: v.version}
 	m := manifest{Format: manifestFormat, Version: v.version, Created: time.Now().UTC()}
 	ids := slices.Sorted(maps.Keys(v.files.files))
 	popts := pario.Options{Workers: o.Workers}
@@ -166,6 +174,26 @@ func (db *DB) backup(ctx context.Context, dst string, opts *BackupOptions) (Back
 	st.Duration = time.Since(start)
 	db.opts.Logger.Info("caskade: backup", "dst", dst, "version", st.Version, "files", st.Files, "bytes", st.Bytes)
 	return st, v, nil
+}
+
+// discardBackup removes what a failed backup wrote into dst, which was
+// empty when it started: the copies and links of data and hint files (a
+// link would keep a file's space after merge retires it), the temporary
+// manifest, and dst itself if the backup made it. A retry can then use dst
+// again. It is best effort: the backup's own error is what is reported.
+func (db *DB) discardBackup(dst string, made bool) {
+	names, err := db.fs.List(dst)
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		if _, kind := segment.Parse(n); kind != segment.KindOther || n == ManifestName+".tmp" {
+			db.fs.Remove(filepath.Join(dst, n))
+		}
+	}
+	if made {
+		db.fs.Remove(dst)
+	}
 }
 
 // RestoreOptions configure Restore.

@@ -1,6 +1,7 @@
 package caskade
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,10 +9,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/caskade/caskade/internal/segment"
+	"github.com/caskade/caskade/vfs"
+	"github.com/caskade/caskade/vfs/errorfs"
 )
 
 // snapshotContents reads every pair of a view.
@@ -137,5 +142,58 @@ func TestRestoreRefusesAndVerifies(t *testing.T) {
 	os.Remove(filepath.Join(backupDir, ManifestName))
 	if err := Restore(context.Background(), backupDir, fresh, nil); err == nil {
 		t.Fatal("restored a backup without a manifest")
+	}
+}
+
+// A backup that fails (here: the disk fills up) removes what it wrote, so
+// that links do not keep retired files' space and the directory can be
+// used again.
+func TestBackupFailureCleansUp(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		link bool
+		fail string // a write to a file with this suffix fails
+	}{
+		{"copy", false, ".data"},
+		{"link", true, ManifestName + ".tmp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			efs := errorfs.New(vfs.OS())
+			db := openTest(t, t.TempDir(), &Options{FS: efs, MaxFileSize: 4 << 10, ExpiryPeriod: -1})
+			for i := range 100 {
+				if err := db.Set(fmt.Appendf(nil, "k%03d", i), bytes.Repeat([]byte("v"), 100)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			backupDir := filepath.Join(t.TempDir(), "b")
+			efs.InjectFunc(errorfs.OpWrite, func(name string) error {
+				if strings.HasPrefix(name, backupDir) && strings.HasSuffix(name, tc.fail) {
+					return syscall.ENOSPC
+				}
+				return nil
+			})
+			st, err := db.Backup(context.Background(), backupDir, &BackupOptions{Link: tc.link})
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("backup on a full disk: %v", err)
+			}
+			if tc.link && st.Linked == 0 {
+				t.Fatal("no file was linked before the manifest failed")
+			}
+			if _, err := os.Stat(backupDir); !errors.Is(err, os.ErrNotExist) {
+				names, _ := os.ReadDir(backupDir)
+				t.Fatalf("failed backup left %s behind (%d entries, stat: %v)", backupDir, len(names), err)
+			}
+			efs.InjectFunc(errorfs.OpWrite, nil)
+			if _, err := db.Backup(context.Background(), backupDir, &BackupOptions{Link: tc.link}); err != nil {
+				t.Fatalf("backup once there is room: %v", err)
+			}
+			restored := filepath.Join(t.TempDir(), "r")
+			if err := Restore(context.Background(), backupDir, restored, nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := contents(t, openTest(t, restored, nil)); len(got) != 100 {
+				t.Fatalf("restored %d keys, want 100", len(got))
+			}
+		})
 	}
 }
