@@ -173,7 +173,7 @@ func (s *Server) info(c *client, want map[string]bool) string {
 		kv("rdb_changes_since_last_save", 0)
 		kv("rdb_bgsave_in_progress", b2i(s.bgsave.Load()))
 		kv("rdb_last_save_time", s.lastSave.Load())
-		kv("rdb_last_bgsave_status", "ok")
+		kv("rdb_last_bgsave_status", okOrErr(s.saveFailed.Load()))
 		kv("rdb_last_bgsave_time_sec", -1)
 		kv("rdb_current_bgsave_time_sec", -1)
 		kv("aof_enabled", 1)
@@ -181,7 +181,7 @@ func (s *Server) info(c *client, want map[string]bool) string {
 		kv("aof_rewrite_scheduled", 0)
 		kv("aof_last_rewrite_time_sec", -1)
 		kv("aof_current_rewrite_time_sec", -1)
-		kv("aof_last_bgrewrite_status", "ok")
+		kv("aof_last_bgrewrite_status", okOrErr(s.mergeFailed.Load()))
 		kv("aof_last_write_status", status)
 		kv("caskade_sync", s.Sync.String())
 		kv("caskade_data_files", len(dbStats.Files))
@@ -813,9 +813,18 @@ func cmdTime(c *client, args [][]byte) {
 
 func cmdLastsave(c *client, args [][]byte) { c.replyInt(c.s.lastSave.Load()) }
 
+// okOrErr is an INFO status field: "err" after a failure, else "ok".
+func okOrErr(failed bool) string {
+	if failed {
+		return "err"
+	}
+	return "ok"
+}
+
 // backup writes a backup of the database into a new directory under
 // Server.BackupDir and returns its path.
-func (s *Server) backup(ctx context.Context) (string, error) {
+func (s *Server) backup(ctx context.Context) (_ string, err error) {
+	defer func() { s.saveFailed.Store(err != nil) }()
 	if s.BackupDir == "" {
 		return "", errors.New("backups are not configured (no backup directory was set at start-up)")
 	}
@@ -881,6 +890,7 @@ func cmdBgrewriteaof(c *client, args [][]byte) {
 	go func() {
 		defer s.merging.Store(false)
 		st, err := s.DB.Merge(context.Background())
+		s.mergeFailed.Store(err != nil)
 		if err != nil {
 			s.log.Error("redis: BGREWRITEAOF (merge) failed", "err", err)
 			return

@@ -3,6 +3,7 @@ package redis
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"syscall"
 	"testing"
@@ -368,5 +369,66 @@ func TestPipelinedIncrements(t *testing.T) {
 	}
 	if v, err := db.Get([]byte("shared")); err != nil || string(v) != fmt.Sprint(conns*each) {
 		t.Fatalf("shared = %q, %v; want %d", v, err, conns*each)
+	}
+}
+
+// A failed SAVE, BGSAVE or BGREWRITEAOF shows in INFO persistence as
+// Redis shows it, rdb_last_bgsave_status:err and aof_last_bgrewrite_status:err,
+// for monitoring to see, and the next success clears it.
+func TestInfoReportsFailedSaveAndMerge(t *testing.T) {
+	efs := errorfs.New(vfs.OS())
+	db, err := caskade.Open(t.TempDir(), &caskade.Options{FS: efs, Sync: caskade.SyncNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ts := startServerOn(t, db, func(s *Server) { s.BackupDir = t.TempDir() })
+	c := ts.dial()
+	status := func(field string) string {
+		t.Helper()
+		c.send(cmd("INFO", "persistence"))
+		line := c.readLine() // $<len>
+		var n int
+		if _, err := fmt.Sscanf(line, "$%d", &n); err != nil {
+			t.Fatalf("INFO reply %q", line)
+		}
+		body := make([]byte, n+2)
+		if _, err := io.ReadFull(c.br, body); err != nil {
+			t.Fatal(err)
+		}
+		for l := range strings.SplitSeq(string(body), "\r\n") {
+			if v, ok := strings.CutPrefix(l, field+":"); ok {
+				return v
+			}
+		}
+		t.Fatalf("INFO persistence lacks %s:\n%s", field, body)
+		return ""
+	}
+	c.do(cmd("SET", "k", "1"), "+OK\r\n")
+	c.do(cmd("SET", "k", "2"), "+OK\r\n") // a dead record, for merge to rewrite
+	full := func(string) error { return syscall.ENOSPC }
+	efs.InjectFunc(errorfs.OpWrite, full)
+	c.send(cmd("SAVE"))
+	if line := c.readLine(); !strings.HasPrefix(line, "-ERR ") || !strings.Contains(line, "no space left on device") {
+		t.Fatalf("SAVE on a full disk: %q", line)
+	}
+	if got := status("rdb_last_bgsave_status"); got != "err" {
+		t.Fatalf("rdb_last_bgsave_status after a failed SAVE: %s", got)
+	}
+	c.do(cmd("BGREWRITEAOF"), "+Background append only file rewriting started\r\n")
+	waitFor(t, "the merge to finish", func() bool { return !ts.srv.merging.Load() })
+	if got := status("aof_last_bgrewrite_status"); got != "err" {
+		t.Fatalf("aof_last_bgrewrite_status after a failed merge: %s", got)
+	}
+	efs.InjectFunc(errorfs.OpWrite, nil)
+	c.do(cmd("BGSAVE"), "+Background saving started\r\n")
+	waitFor(t, "BGSAVE to finish", func() bool { return !ts.srv.bgsave.Load() })
+	if got := status("rdb_last_bgsave_status"); got != "ok" {
+		t.Fatalf("rdb_last_bgsave_status after a good BGSAVE: %s", got)
+	}
+	c.do(cmd("BGREWRITEAOF"), "+Background append only file rewriting started\r\n")
+	waitFor(t, "the merge to finish", func() bool { return !ts.srv.merging.Load() })
+	if got := status("aof_last_bgrewrite_status"); got != "ok" {
+		t.Fatalf("aof_last_bgrewrite_status after a good merge: %s", got)
 	}
 }

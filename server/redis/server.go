@@ -108,21 +108,23 @@ type Server struct {
 	done      chan struct{} // closed when closing
 	wg        sync.WaitGroup
 
-	nextID     atomic.Int64
-	nclients   atomic.Int64
-	start      time.Time
-	runID      string
-	track      *tracker
-	watchReg   watchRegistry // the WATCHed keys
-	monitors   monitorSet
-	slow       slowlog
-	stats      serverStats
-	scanCursor scanCursors
-	lastSave   atomic.Int64 // unix seconds
-	panics     atomic.Int64 // connections that panicked (a bug)
-	bgsave     atomic.Bool
-	merging    atomic.Bool
-	unsub      func()
+	nextID      atomic.Int64
+	nclients    atomic.Int64
+	start       time.Time
+	runID       string
+	track       *tracker
+	watchReg    watchRegistry // the WATCHed keys
+	monitors    monitorSet
+	slow        slowlog
+	stats       serverStats
+	scanCursor  scanCursors
+	lastSave    atomic.Int64 // unix seconds
+	panics      atomic.Int64 // connections that panicked (a bug)
+	bgsave      atomic.Bool
+	merging     atomic.Bool
+	saveFailed  atomic.Bool // the last SAVE or BGSAVE failed (INFO's rdb_last_bgsave_status)
+	mergeFailed atomic.Bool // the last BGREWRITEAOF failed (aof_last_bgrewrite_status)
+	unsub       func()
 
 	loops      netloop.Pool
 	turns      []*turnCommits // of each loop
