@@ -178,8 +178,9 @@ func (db *DB) backup(ctx context.Context, dst string, opts *BackupOptions) (st B
 
 // discardBackup removes what a failed backup wrote into dst, which was
 // empty when it started: the copies and links of data and hint files (a
-// link would keep a file's space after merge retires it), the temporary
-// manifest, and dst itself if the backup made it. A retry can then use dst
+// link would keep a file's space after merge retires it), the manifest (it
+// may be in place when only the final directory sync failed), and dst
+// itself if the backup made it. A retry can then use dst
 // again. It is best effort: the backup's own error is what is reported.
 func (db *DB) discardBackup(dst string, made bool) {
 	names, err := db.fs.List(dst)
@@ -187,7 +188,7 @@ func (db *DB) discardBackup(dst string, made bool) {
 		return
 	}
 	for _, n := range names {
-		if _, kind := segment.Parse(n); kind != segment.KindOther || n == ManifestName+".tmp" {
+		if _, kind := segment.Parse(n); kind != segment.KindOther || n == ManifestName || n == ManifestName+".tmp" {
 			db.fs.Remove(filepath.Join(dst, n))
 		}
 	}
