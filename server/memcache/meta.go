@@ -109,6 +109,10 @@ func (ss *session) parseMeta(first int, m *metaReq) string {
 				errstr = "CLIENT_ERROR invalid numeric delta value"
 			}
 		case 'M':
+			// memcached takes the byte after the M, so a bare M reads
+			// the separator after it: an invalid mode, never the
+			// default one.
+			m.mode = ' '
 			if len(arg) > 0 {
 				m.mode = arg[0]
 			}
@@ -409,15 +413,17 @@ func (ss *session) metaSet() error {
 	e := ss.parseMeta(3, &m)
 	mode := modeSet
 	if e == "" {
+		// The modes are upper case only, as in memcached (protocol.txt
+		// lists E, A, P, R and S; "Me" is not an add).
 		switch m.mode {
-		case 0, 'S', 's':
-		case 'E', 'e':
+		case 0, 'S':
+		case 'E':
 			mode = modeAdd
-		case 'A', 'a':
+		case 'A':
 			mode = modeAppend
-		case 'P', 'p':
+		case 'P':
 			mode = modePrepend
-		case 'R', 'r':
+		case 'R':
 			mode = modeReplace
 		default:
 			e = "CLIENT_ERROR invalid mode for ms M token"
@@ -636,9 +642,9 @@ func (ss *session) metaArith() {
 		return
 	}
 	incr := true
-	switch m.mode {
-	case 0, 'I', 'i', '+':
-	case 'D', 'd', '-':
+	switch m.mode { // as in memcached: I, +, D, - and nothing else
+	case 0, 'I', '+':
+	case 'D', '-':
 		incr = false
 	default:
 		ss.replyErrorAlways("CLIENT_ERROR invalid mode for ma M token")

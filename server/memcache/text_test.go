@@ -249,6 +249,12 @@ var textCases = []struct {
 		{"ms mt 2 T120 MR\r\nxx\r\nmg mt v\r\n", "HD\r\nVA 2\r\nxx\r\n"},
 		{"ms mt 2 T120 MS\r\nyy\r\n", "HD\r\n"},
 		{"ms mt 2 T120 MZ\r\ntt\r\n", "CLIENT_ERROR invalid mode for ms M token\r\n"},
+		// Modes are upper case only, and a bare M is no mode at all
+		// (memcached 1.6.18 and 1.6.45 alike): "Me" must not add, nor
+		// "Ma" append, nor "M" set; the data block is skipped.
+		{"ms mt 2 Me\r\nee\r\nms mt 2 Ma\r\naa\r\nms mt 2 Mp\r\npp\r\nms mt 2 Mr\r\nrr\r\nms mt 2 Ms\r\nss\r\nms mt 2 M\r\nmm\r\nms mt 2 M q\r\nmm\r\n",
+			strings.Repeat("CLIENT_ERROR invalid mode for ms M token\r\n", 7)},
+		{"ms ml 2 Me\r\nee\r\nmg mt v\r\nmg ml v\r\n", "CLIENT_ERROR invalid mode for ms M token\r\nVA 2\r\nyy\r\nEN\r\n"},
 		{"ms ac 2 MA C5000 T30\r\nhi\r\n", "NS\r\n"},
 		{"ms ac 2 MA T30\r\nhi\r\n", "NS\r\n"},
 		{"ms av 2 MA N30\r\nmo\r\nmg av v t\r\n", "HD\r\nVA 2 t30\r\nmo\r\n"},
@@ -270,6 +276,7 @@ var textCases = []struct {
 		{"ma mc N0 C99999 v\r\n", "VA 1\r\n0\r\n"}, // created on a miss, as memcached does
 		{"ma mc N0 C99999 v\r\n", "EX\r\n"},
 		{"ma mi MX\r\n", "CLIENT_ERROR invalid mode for ma M token\r\n"},
+		{"ma mi Mi\r\nma mi Md\r\nma mi M\r\nma mi M v\r\n", strings.Repeat("CLIENT_ERROR invalid mode for ma M token\r\n", 4)},
 		{"ma mi Dx\r\nma mi Y\r\nma mi v v\r\n", "CLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\n"},
 		{"ma nf O1 k\r\n", "NF O1 knf\r\n"},
 	}},
