@@ -292,14 +292,26 @@ type txnRun struct {
 
 // version returns key's commit version as of the transaction's read
 // version (0 if absent), adding a read conflict on the key. The engine's
-// Tx has no Stat, so the key directory is read directly: a version newer
-// than the read version means the key changed since, and the attempt is
-// retried (the commit would fail on the read conflict anyway).
+// Tx has no Stat, so whether the key exists is read from the
+// transaction's snapshot and its version from the key directory: a key
+// the snapshot holds that is gone from the directory, or is there at a
+// version newer than the read version, changed since, and the attempt is
+// retried. A read-write transaction would fail its commit on the read
+// conflict anyway, but a read-only one commits without a check, so
+// answering 0 for a key deleted after the read version would let
+// "version == 0" hold while a get in the same transaction finds the key.
 func (t *txnRun) version(key []byte) (uint64, error) {
 	t.tx.AddReadConflictKey(key)
-	info, err := t.s.DB.Stat(key)
+	_, err := t.tx.Snapshot().Get(key)
 	if errors.Is(err, caskade.ErrNotFound) {
 		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	info, err := t.s.DB.Stat(key)
+	if errors.Is(err, caskade.ErrNotFound) {
+		return 0, caskade.ErrConflict
 	}
 	if err != nil {
 		return 0, err

@@ -2,12 +2,15 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/caskade/caskade"
 )
 
 type txnReply struct {
@@ -216,5 +219,63 @@ func TestTxnAtomicIncrement(t *testing.T) {
 	wg.Wait()
 	if v, _ := ts.db.Get([]byte("n")); string(v) != fmt.Sprint(workers*each) {
 		t.Fatalf("counter %q, want %d", v, workers*each)
+	}
+}
+
+// TestTxnVersionOfKeyChangedSinceReadVersion checks the version a
+// transaction compares and reports for a key that another writer deleted,
+// or rewrote, after the transaction's read version: the attempt must be
+// retried (ErrConflict), never answered as if the key were absent. A
+// read-only transaction commits without a conflict check, so before the
+// fix "version == 0" held for a key that a get in the same transaction
+// then found.
+func TestTxnVersionOfKeyChangedSinceReadVersion(t *testing.T) {
+	ts := startServer(t)
+	k := []byte("k")
+	for _, change := range []struct {
+		name string
+		fn   func() error
+	}{
+		{"deleted", func() error { return ts.db.Delete(k) }},
+		{"rewritten", func() error { return ts.db.Set(k, []byte("v2")) }},
+	} {
+		if err := ts.db.Set(k, []byte("v1")); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := ts.db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := &txnRun{s: ts.s, tx: tx}
+		before, err := run.version(k)
+		if err != nil || before == 0 {
+			t.Fatalf("%s: version before the change: %d, %v", change.name, before, err)
+		}
+		if err := change.fn(); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := run.version(k); !errors.Is(err, caskade.ErrConflict) {
+			t.Errorf("%s after the read version: version %d, %v; want ErrConflict", change.name, v, err)
+		}
+		if _, err := tx.Get(k); err != nil {
+			t.Fatalf("%s: the snapshot lost the key: %v", change.name, err)
+		}
+		tx.Rollback()
+	}
+	// A key absent at the read version is 0 whatever happens later (the
+	// read conflict fails a read-write commit).
+	if err := ts.db.Delete(k); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := ts.db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := ts.db.Set(k, []byte("v3")); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := (&txnRun{s: ts.s, tx: tx}).version(k); v != 0 || err != nil {
+		t.Fatalf("key created after the read version: version %d, %v; want 0", v, err)
 	}
 }
