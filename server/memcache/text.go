@@ -450,9 +450,13 @@ func (ss *session) flushAll() {
 		s.flushTimer.Stop()
 		s.flushTimer = nil
 	}
-	if e > 0 {
-		at := expiryTime(e, time.Now())
-		s.flushTimer = time.AfterFunc(time.Until(at), func() {
+	// A delay that has already passed (an absolute time in the past)
+	// flushes now, before the reply, as flush_all 0 does: on a timer the
+	// commands after it on the same connection could still read the keys
+	// it answered OK for deleting.
+	now := time.Now()
+	if at := expiryTime(e, now); e > 0 && at.After(now) {
+		s.flushTimer = time.AfterFunc(at.Sub(now), func() {
 			if err := s.flushNow(); err != nil {
 				s.log.Error("memcache: delayed flush_all failed", "err", err)
 			}
