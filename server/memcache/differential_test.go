@@ -184,8 +184,9 @@ var (
 	mcText   = []string{"a", "b", "c"}
 	mcValues = []string{"", "x", "hello", "0", "1", "42", "18446744073709551615", "18446744073709551616",
 		"007", " 5", "-1", "abc", "99999999999999999999"}
-	// The last two are absolute: in the past, and in 2033 (beyond 2^31-1,
-	// 1.6.18 truncates an exptime to 32 bits, 1.6.45 and caskade refuse it).
+	// The last two are absolute: in the past, and in 2033. None is beyond
+	// 32 bits: memcached (1.6.18 and 1.6.45) keeps the low 32 bits of such
+	// an exptime, and caskade refuses it (see Differences in doc.go).
 	mcExp = []string{"0", "0", "1000", "-1", "2592000", "2592001", "2000000000"}
 )
 

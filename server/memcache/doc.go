@@ -109,7 +109,12 @@
 //     me fetch, la) are kept in memory for up to 65536 keys, are lost on
 //     restart, and are reset by any write to the key but a touch.
 //   - Client flags above 2^32-1 are refused with CLIENT_ERROR; memcached
-//     keeps their low 32 bits.
+//     keeps their low 32 bits. So are exptimes outside 32 bits, which
+//     memcached (1.6.18 and 1.6.45) truncates to their low 32 bits.
+//   - Keys with control characters are refused (CLIENT_ERROR), as
+//     protocol.txt says; memcached stores them. memaslap and memcslap
+//     start every key with such bytes, so they cannot load caskade: use
+//     the generator of bench/memcache.sh.
 //   - A decr that makes a number shorter stores the shorter number;
 //     memcached may pad it with spaces to its old length (protocol.txt
 //     says not to rely on either), which would make it unreadable to a
