@@ -185,14 +185,19 @@ func Open(dir string, opts *Options) (*DB, error) {
 
 func (db *DB) takeLock() error {
 	path := filepath.Join(db.dir, LockFileName)
+	lock := db.fs.Lock
 	if db.opts.ReadOnly {
 		// A read-only open writes nothing, so it cannot create the lock
-		// file; it takes the lock only where a writer made one.
+		// file; it takes the lock only where a writer made one. The lock
+		// is shared and taken through a read-only descriptor: read-only
+		// opens (check, dump, backup) run side by side, on a read-only
+		// mount too, and none while a writer holds the directory.
 		if _, err := db.fs.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
+		lock = db.fs.RLock
 	}
-	l, err := db.fs.Lock(path)
+	l, err := lock(path)
 	if err != nil {
 		if errors.Is(err, vfs.ErrLocked) {
 			return fmt.Errorf("%w: %s: %w", ErrLocked, db.dir, err)

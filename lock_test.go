@@ -30,6 +30,35 @@ func TestSecondOpenFails(t *testing.T) {
 	db2.Close()
 }
 
+// Read-only opens share the directory (check, dump and backup side by side)
+// and keep a writer out while they hold it.
+func TestReadOnlyOpensShare(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	if err := db.Set([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r1, err := Open(dir, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r1.Close()
+	r2, err := Open(dir, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("second read-only open: %v", err)
+	}
+	defer r2.Close()
+	if v, err := r2.Get([]byte("k")); err != nil || string(v) != "v" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	if _, err := Open(dir, nil); !errors.Is(err, ErrLocked) {
+		t.Fatalf("writable open while read-only opens hold the directory: %v", err)
+	}
+}
+
 func TestStaleLockFile(t *testing.T) {
 	dir := t.TempDir()
 	// A lock file left behind by a killed process holds no lock.

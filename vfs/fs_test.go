@@ -316,6 +316,44 @@ func TestFSLock(t *testing.T) {
 	})
 }
 
+// Shared locks exclude an exclusive one and are excluded by it, but not
+// one another; RLock never creates the file.
+func TestFSRLock(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fsys vfs.FS, dir string) {
+		name := filepath.Join(dir, "LOCK")
+		if l, err := fsys.RLock(name); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("RLock of a missing file: %v, %v; want ErrNotExist", l, err)
+		}
+		if _, err := fsys.Stat(name); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("RLock created its file: %v", err)
+		}
+		x, err := fsys.Lock(name)
+		ok(t, err)
+		if l, err := fsys.RLock(name); !errors.Is(err, vfs.ErrLocked) {
+			t.Fatalf("RLock while locked: %v, %v; want ErrLocked", l, err)
+		}
+		ok(t, x.Close())
+		r1, err := fsys.RLock(name)
+		ok(t, err)
+		r2, err := fsys.RLock(name)
+		ok(t, err)
+		if l, err := fsys.Lock(name); !errors.Is(err, vfs.ErrLocked) {
+			t.Fatalf("Lock while shared: %v, %v; want ErrLocked", l, err)
+		}
+		ok(t, r1.Close())
+		if l, err := fsys.Lock(name); !errors.Is(err, vfs.ErrLocked) {
+			t.Fatalf("Lock while one shared lock is left: %v, %v; want ErrLocked", l, err)
+		}
+		ok(t, r2.Close())
+		if err := r2.Close(); err == nil {
+			t.Error("second Close of a shared lock succeeded")
+		}
+		x, err = fsys.Lock(name)
+		ok(t, err)
+		ok(t, x.Close())
+	})
+}
+
 func TestFSLockIgnoresLeftoverFile(t *testing.T) {
 	forEachFS(t, func(t *testing.T, fsys vfs.FS, dir string) {
 		name := filepath.Join(dir, "LOCK")

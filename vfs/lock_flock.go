@@ -13,13 +13,18 @@ import (
 )
 
 // lockFile opens (creating if needed) the named file and takes a
-// non-blocking exclusive flock on it.
-func lockFile(name string) (io.Closer, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+// non-blocking exclusive flock on it; shared, it opens the existing file
+// read-only and takes a shared flock (flock needs no write access).
+func lockFile(name string, shared bool) (io.Closer, error) {
+	flag, how := os.O_RDWR|os.O_CREATE, syscall.LOCK_EX
+	if shared {
+		flag, how = os.O_RDONLY, syscall.LOCK_SH
+	}
+	f, err := os.OpenFile(name, flag, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flock(f, how|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			err = fmt.Errorf("%w (%w)", ErrLocked, err)

@@ -8,6 +8,6 @@ import (
 )
 
 // lockFile reports that this system has no flock.
-func lockFile(name string) (io.Closer, error) {
+func lockFile(name string, shared bool) (io.Closer, error) {
 	return nil, &fs.PathError{Op: "lock", Path: name, Err: ErrUnsupported}
 }

@@ -81,15 +81,15 @@ type MemFS struct {
 	// then memHandle.mu, then memFile.mu.
 	mu      sync.Mutex
 	root    *memDir
-	ops     int // mutating operations performed
-	crashAt int // ops value at which the FS dies; -1: never
-	locks   map[*memFile]bool
+	ops     int              // mutating operations performed
+	crashAt int              // ops value at which the FS dies; -1: never
+	locks   map[*memFile]int // -1: locked exclusively; n > 0: by n shared locks
 	crashed atomic.Bool
 }
 
 // NewMem returns an empty memory file system whose root directory exists.
 func NewMem() *MemFS {
-	return &MemFS{root: newMemDir(0o755), crashAt: -1, locks: make(map[*memFile]bool)}
+	return &MemFS{root: newMemDir(0o755), crashAt: -1, locks: make(map[*memFile]int)}
 }
 
 // CrashOptions configures (*MemFS).Crash.
@@ -423,11 +423,39 @@ func (m *MemFS) Lock(name string) (io.Closer, error) {
 		dir.cur[base] = f
 		dir.modTime = f.modTime
 	}
-	if m.locks[f] {
+	if m.locks[f] != 0 {
 		return nil, pathErr("lock", name, ErrLocked)
 	}
-	m.locks[f] = true
+	m.locks[f] = -1
 	return &memLock{fs: m, f: f, name: name}, nil
+}
+
+// RLock implements FS with the lock table of Lock. It changes nothing in
+// the file system (it needs the file to exist).
+func (m *MemFS) RLock(name string) (io.Closer, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.alive("lock", name); err != nil {
+		return nil, err
+	}
+	dir, base, err := m.parent(name)
+	if err != nil {
+		return nil, pathErr("lock", name, err)
+	}
+	var f *memFile
+	switch n := dir.cur[base].(type) {
+	case *memDir:
+		return nil, pathErr("lock", name, syscall.EISDIR)
+	case *memFile:
+		f = n
+	default:
+		return nil, pathErr("lock", name, fs.ErrNotExist)
+	}
+	if m.locks[f] < 0 {
+		return nil, pathErr("lock", name, ErrLocked)
+	}
+	m.locks[f]++
+	return &memLock{fs: m, f: f, name: name, shared: true}, nil
 }
 
 // Link implements FS. MemFS does not support hard links: Link returns an
@@ -834,6 +862,7 @@ type memLock struct {
 	fs       *MemFS
 	f        *memFile
 	name     string
+	shared   bool
 	released bool // guarded by fs.mu
 }
 
@@ -844,6 +873,10 @@ func (l *memLock) Close() error {
 		return pathErr("unlock", l.name, os.ErrClosed)
 	}
 	l.released = true
-	delete(l.fs.locks, l.f)
+	if l.shared && l.fs.locks[l.f] > 1 {
+		l.fs.locks[l.f]--
+	} else {
+		delete(l.fs.locks, l.f)
+	}
 	return l.fs.alive("unlock", l.name)
 }

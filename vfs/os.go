@@ -118,7 +118,9 @@ func syncDir(dir string) error {
 	return d.Close()
 }
 
-func (osFS) Lock(name string) (io.Closer, error) { return lockFile(name) }
+func (osFS) Lock(name string) (io.Closer, error) { return lockFile(name, false) }
+
+func (osFS) RLock(name string) (io.Closer, error) { return lockFile(name, true) }
 
 func (osFS) Link(oldname, newname string) error { return os.Link(oldname, newname) }
 

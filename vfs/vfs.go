@@ -61,6 +61,13 @@ type FS interface {
 	// lock dies with the process that holds it, so a lock file left behind
 	// by a crash never blocks the next Lock.
 	Lock(name string) (io.Closer, error)
+	// RLock takes a shared advisory lock on the named file, which must
+	// exist: it opens it read-only and never creates it, so it works on a
+	// read-only mount and for a user who may only read. Any number of
+	// shared locks may be held at once, but none while an exclusive Lock
+	// is held, and Lock fails while any is: either fails at once with an
+	// error wrapping ErrLocked.
+	RLock(name string) (io.Closer, error)
 	// Link creates newname as a hard link to oldname where the file system
 	// supports it; otherwise it returns an error wrapping ErrUnsupported.
 	Link(oldname, newname string) error

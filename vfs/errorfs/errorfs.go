@@ -328,6 +328,14 @@ func (e *FS) Lock(name string) (io.Closer, error) {
 	return e.inner.Lock(name)
 }
 
+// RLock implements vfs.FS. The returned Closer is the inner file system's.
+func (e *FS) RLock(name string) (io.Closer, error) {
+	if err := e.fault(OpLock, name); err != nil {
+		return nil, pathErr("lock", name, err)
+	}
+	return e.inner.RLock(name)
+}
+
 // Link implements vfs.FS.
 func (e *FS) Link(oldname, newname string) error {
 	if err := e.fault(OpLink, oldname); err != nil {
