@@ -87,7 +87,8 @@
 // invalid_argument, invalid_json, key_too_large (400), unauthorized (401),
 // protected_mode (403), method_not_allowed (405), conflict (409),
 // body_too_large, value_too_large (413), read_only, writes_stopped, closed
-// (503) and internal (500). Bodies are limited to MaxBodyBytes (413).
+// (503), no_space (507: the disk is full; the write was refused whole and
+// may be retried once there is room) and internal (500). Bodies are limited to MaxBodyBytes (413).
 // With Password set every request but /healthz and /readyz needs
 // "Authorization: Bearer <password>" (401 otherwise); without it only
 // loopback clients are served (403 protected_mode) unless

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"syscall"
 
 	"github.com/caskade/caskade"
 )
@@ -62,6 +63,10 @@ func dbErrorStatus(err error) (int, string) {
 		return http.StatusServiceUnavailable, "read_only"
 	case errors.Is(err, caskade.ErrWritesStopped):
 		return http.StatusServiceUnavailable, "writes_stopped"
+	case errors.Is(err, syscall.ENOSPC):
+		// The write was refused whole; it may be retried once there is
+		// room (writes that stopped for it are writes_stopped above).
+		return http.StatusInsufficientStorage, "no_space"
 	case errors.Is(err, caskade.ErrClosed):
 		return http.StatusServiceUnavailable, "closed"
 	case errors.Is(err, caskade.ErrCommitUnknownResult):

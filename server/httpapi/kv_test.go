@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -296,5 +298,18 @@ func TestJSONErrorsAreStable(t *testing.T) {
 	var e map[string]map[string]string
 	if err := json.Unmarshal([]byte(r.body), &e); err != nil || e["error"]["message"] == "" {
 		t.Fatalf("error body %q", r.body)
+	}
+}
+
+// A write refused for a full disk is 507 no_space (retry once there is
+// room); writes stopped by a failure, whatever its cause, stay 503.
+func TestNoSpaceStatus(t *testing.T) {
+	full := fmt.Errorf("caskade: write 0000000001.data: %w", &fs.PathError{Op: "write", Path: "0000000001.data", Err: syscall.ENOSPC})
+	if status, code := dbErrorStatus(full); status != http.StatusInsufficientStorage || code != "no_space" {
+		t.Errorf("ENOSPC: %d %s, want 507 no_space", status, code)
+	}
+	stopped := fmt.Errorf("%w: %w", caskade.ErrWritesStopped, full)
+	if status, code := dbErrorStatus(stopped); status != http.StatusServiceUnavailable || code != "writes_stopped" {
+		t.Errorf("writes stopped by ENOSPC: %d %s, want 503 writes_stopped", status, code)
 	}
 }
