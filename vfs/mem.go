@@ -402,10 +402,20 @@ func (m *MemFS) SyncDir(dir string) error {
 // held on the file, not the name: renaming the lock file keeps it locked.
 // The returned Closer is safe for concurrent use; closing it twice returns
 // an error wrapping os.ErrClosed.
-func (m *MemFS) Lock(name string) (io.Closer, error) {
+func (m *MemFS) Lock(name string) (io.Closer, error) { return m.lock(name, false) }
+
+// RLock implements FS with the lock table of Lock. It changes nothing in
+// the file system (it needs the file to exist).
+func (m *MemFS) RLock(name string) (io.Closer, error) { return m.lock(name, true) }
+
+func (m *MemFS) lock(name string, shared bool) (io.Closer, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.mutate("lock", name); err != nil {
+	check := m.mutate // creating the file is a change (see SetCrashAfter)
+	if shared {
+		check = m.alive
+	}
+	if err := check("lock", name); err != nil {
 		return nil, err
 	}
 	dir, base, err := m.parent(name)
@@ -419,43 +429,22 @@ func (m *MemFS) Lock(name string) (io.Closer, error) {
 	case *memFile:
 		f = n
 	default:
+		if shared {
+			return nil, pathErr("lock", name, fs.ErrNotExist)
+		}
 		f = &memFile{modTime: time.Now()}
 		dir.cur[base] = f
 		dir.modTime = f.modTime
 	}
-	if m.locks[f] != 0 {
+	if held := m.locks[f]; held < 0 || (held > 0 && !shared) {
 		return nil, pathErr("lock", name, ErrLocked)
 	}
-	m.locks[f] = -1
-	return &memLock{fs: m, f: f, name: name}, nil
-}
-
-// RLock implements FS with the lock table of Lock. It changes nothing in
-// the file system (it needs the file to exist).
-func (m *MemFS) RLock(name string) (io.Closer, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.alive("lock", name); err != nil {
-		return nil, err
+	if shared {
+		m.locks[f]++
+	} else {
+		m.locks[f] = -1
 	}
-	dir, base, err := m.parent(name)
-	if err != nil {
-		return nil, pathErr("lock", name, err)
-	}
-	var f *memFile
-	switch n := dir.cur[base].(type) {
-	case *memDir:
-		return nil, pathErr("lock", name, syscall.EISDIR)
-	case *memFile:
-		f = n
-	default:
-		return nil, pathErr("lock", name, fs.ErrNotExist)
-	}
-	if m.locks[f] < 0 {
-		return nil, pathErr("lock", name, ErrLocked)
-	}
-	m.locks[f]++
-	return &memLock{fs: m, f: f, name: name, shared: true}, nil
+	return &memLock{fs: m, f: f, name: name, shared: shared}, nil
 }
 
 // Link implements FS. MemFS does not support hard links: Link returns an
