@@ -125,7 +125,7 @@ func TestServeFlagEnvFilePrecedence(t *testing.T) {
 	}
 	// A second server on the same directory fails with a clear reason.
 	_, err = start(t, "--redis-addr", "127.0.0.1:0")
-	if err == nil || !strings.Contains(err.Error(), "in use by another caskade process") {
+	if err == nil || !strings.Contains(err.Error(), "is in use by a running caskade") {
 		t.Fatalf("second server: %v", err)
 	}
 	r.stop(t)
@@ -159,9 +159,17 @@ func TestServeErrors(t *testing.T) {
 			t.Errorf("serve %v: %v, want an error containing %q", tc.args, err, tc.want)
 		}
 	}
+	// A data directory that cannot be opened: one line, which main
+	// prefixes with "caskade: " once.
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	_, err := start(t, "--dir", file)
+	if err == nil || !strings.HasPrefix(err.Error(), "open "+file+": ") || strings.Contains(err.Error(), "caskade: ") {
+		t.Errorf("serve --dir on a file: %v", err)
+	}
 	bad := filepath.Join(dir, "bad.conf")
 	os.WriteFile(bad, []byte("nosuchsetting 1\n"), 0o644)
-	_, err := start(t, "--dir", filepath.Join(dir, "d"), "--config", bad)
+	_, err = start(t, "--dir", filepath.Join(dir, "d"), "--config", bad)
 	if err == nil || !strings.Contains(err.Error(), `unknown setting "nosuchsetting"`) {
 		t.Fatalf("bad config: %v", err)
 	}

@@ -249,10 +249,7 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 
 	db, err := caskade.Open(cfg.dir, &caskade.Options{Sync: policy, Logger: log})
 	if err != nil {
-		if errors.Is(err, caskade.ErrLocked) {
-			return fmt.Errorf("data directory %s is in use by another caskade process", cfg.dir)
-		}
-		return fmt.Errorf("open %s: %w", cfg.dir, err)
+		return openErr(err, cfg.dir) // as the maintenance commands say it
 	}
 	closeDB := func() error {
 		err := db.Sync()
