@@ -169,3 +169,15 @@ func (c *rawClient) expectClosed(want string) {
 }
 
 func lines(ls ...string) string { return strings.Join(ls, "\r\n") + "\r\n" }
+
+// waitFor polls cond (a real condition, not a delay) until it holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -72,6 +72,14 @@ func (c *conn) Serve() {
 	ss := &c.sess
 	c.tc.add(c)
 	ss.ended = time.Time{} // commands left from the last turn do not start then
+	if c.lc.Backlogged() && (c.lc.WriteErr() != nil || c.interrupted.Load() || c.s.closing.Load()) {
+		// Nothing is read from a connection whose replies wait for the
+		// client to read them, so the loop would never find out that it
+		// failed (the peer went away without reading) or is being shut
+		// down: it would stay, with its queued replies, for good.
+		c.closeOnLoop(nil)
+		return
+	}
 	read := false
 	for !c.lc.Backlogged() {
 		line, need := c.commandReady()

@@ -1,12 +1,16 @@
 package memcache
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
 	"github.com/caskade/caskade"
@@ -79,6 +83,71 @@ func TestLoopSlowReader(t *testing.T) {
 		if got := slow.read(len(want)); got != want {
 			t.Fatalf("reply %d differs", i)
 		}
+	}
+}
+
+// TestLoopBackloggedConnEnds checks that a connection whose replies are
+// queued because it does not read them, and from which the loop therefore
+// reads nothing, still ends when its peer goes away and when the server
+// shuts down: it used to stay for good, holding its queued replies, its
+// socket and its place under MaxConns, and Shutdown waited for it forever.
+func TestLoopBackloggedConnEnds(t *testing.T) {
+	wiretest.SkipWithoutLoops(t)
+	ts := startServer(t, func(s *Server) { s.EventLoops = 1 })
+	v := strings.Repeat("v", 256<<10)
+	other := ts.dial(t)
+	other.send(fmt.Sprintf("set big 0 0 %d\r\n%s\r\n", len(v), v))
+	if l := other.line(); l != "STORED\r\n" {
+		t.Fatal(l)
+	}
+	// slow asks for far more than the socket buffers hold and reads none
+	// of it; it returns once the server has queued some of the replies.
+	slow := func() (*rawClient, *conn) {
+		t.Helper()
+		c := ts.dial(t)
+		c.c.(*net.TCPConn).SetReadBuffer(4096)
+		go c.c.Write([]byte(strings.Repeat("get big\r\n", 128))) // 32 MiB of replies
+		var sc *conn
+		waitFor(t, "the slow connection's replies to back up", func() bool {
+			ts.s.mu.Lock()
+			defer ts.s.mu.Unlock()
+			for x := range ts.s.conns {
+				if x.lc != nil && x.lc.Backlogged() {
+					sc = x
+					return true
+				}
+			}
+			return false
+		})
+		return c, sc
+	}
+	c, sc := slow()
+	c.c.(*net.TCPConn).SetLinger(0) // closing resets the connection
+	c.c.Close()
+	waitFor(t, "the connection to end after its peer reset it", func() bool {
+		ts.s.mu.Lock()
+		defer ts.s.mu.Unlock()
+		_, ok := ts.s.conns[sc]
+		return !ok
+	})
+	if err := sc.nc.SetDeadline(time.Time{}); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("the reset connection's socket is not closed (%v)", err)
+	}
+
+	// Shutdown: a connection that still does not read holds it up until
+	// the deadline, when Shutdown closes it.
+	slow()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() { ended <- ts.s.Shutdown(ctx) }()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown: %v, want the deadline exceeded", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown still waits for a connection that does not read, 10 s past its deadline")
 	}
 }
 

@@ -186,10 +186,21 @@ func (c *client) interrupt() {
 
 // kill closes the connection from another goroutine (CLIENT KILL, Close,
 // a client that does not read its pushes); the goroutine or loop serving
-// it then finds it closed and ends it.
+// it then finds it closed (or closing, if its loop reads nothing from it
+// while its replies wait for it to read) and ends it.
 func (c *client) kill() {
+	c.lmu.Lock()
+	c.closing = true
+	c.lmu.Unlock()
 	c.nc.Close()
 	c.kick()
+}
+
+// stopping reports whether the client was told to stop (interrupt, kill).
+func (c *client) stopping() bool {
+	c.lmu.Lock()
+	defer c.lmu.Unlock()
+	return c.closing
 }
 
 // kick makes the event loop serving the client, if any, look at it.

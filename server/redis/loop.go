@@ -114,6 +114,15 @@ func (c *client) Serve() {
 			}
 		}
 	}
+	if c.lc.Backlogged() && (c.lc.WriteErr() != nil || c.stopping()) {
+		// The loop reads nothing from a client whose replies wait for it
+		// to read them, so it would never find out that its connection
+		// failed (the peer went away without reading), was closed (CLIENT
+		// KILL, Close) or is being shut down: the client would stay, with
+		// its queued replies and its place under MaxClients, for good.
+		c.closeOnLoop()
+		return
+	}
 	read := false
 	for !c.lc.Backlogged() {
 		if !c.commandBuffered() {

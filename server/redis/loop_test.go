@@ -2,9 +2,12 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -403,4 +406,71 @@ func redisScript(r *rand.Rand, g int, big bool) (script []byte, want string) {
 		}
 	}
 	return []byte(s.String()), w.String()
+}
+
+// TestLoopBackloggedClientEnds checks that a client whose replies are
+// queued because it does not read them, and from which the loop therefore
+// reads nothing, still ends when its peer goes away, when CLIENT KILL
+// closes it and when the server shuts down: it used to stay for good,
+// holding its queued replies, its socket and its place under MaxClients
+// (which a few such clients used up), and Shutdown waited for it forever.
+func TestLoopBackloggedClientEnds(t *testing.T) {
+	wiretest.SkipWithoutLoops(t)
+	ts := startServer(t, func(s *Server) { s.EventLoops = 1 })
+	setup := ts.dial()
+	setup.do(cmd("SET", "big", strings.Repeat("x", 256<<10)), "+OK\r\n")
+	// slow sends GETs for far more than the socket buffers hold and
+	// reads none of the replies; it returns once the server has queued
+	// some of them, and stopped reading from it.
+	slow := func() (*rawConn, *client) {
+		t.Helper()
+		c := ts.dial()
+		c.nc.(*net.TCPConn).SetReadBuffer(4096)
+		go c.nc.Write([]byte(strings.Repeat(cmd("GET", "big"), 128))) // 32 MiB of replies
+		var sc *client
+		waitFor(t, "the slow client's replies to back up", func() bool {
+			for _, x := range ts.srv.allClients() {
+				if x.lc != nil && x.lc.Backlogged() {
+					sc = x
+					return true
+				}
+			}
+			return false
+		})
+		return c, sc
+	}
+	gone := func(sc *client, why string) {
+		t.Helper()
+		waitFor(t, "the client to end after "+why, func() bool {
+			return !slices.Contains(ts.srv.allClients(), sc)
+		})
+		if err := sc.nc.SetDeadline(time.Time{}); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("after %s, the client's socket is not closed (%v)", why, err)
+		}
+	}
+
+	// The peer closes without reading: its socket resets.
+	c, sc := slow()
+	c.nc.(*net.TCPConn).SetLinger(0)
+	c.nc.Close()
+	gone(sc, "its peer reset the connection")
+
+	_, sc = slow()
+	setup.do(cmd("CLIENT", "KILL", "ID", strconv.FormatInt(sc.id, 10)), ":1\r\n")
+	gone(sc, "CLIENT KILL")
+	// Shutdown: a client that still does not read holds it up until the
+	// deadline, when Shutdown closes it.
+	slow()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() { ended <- ts.srv.Shutdown(ctx) }()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown: %v, want the deadline exceeded", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown still waits for a client that does not read, 10 s past its deadline")
+	}
 }
