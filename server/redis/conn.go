@@ -98,7 +98,7 @@ type client struct {
 	name     string
 	libName  string
 	libVer   string
-	lastCmd  atomic.Pointer[string] // the name of the last command run
+	lastCmd  atomic.Pointer[string] // the name of the last command received (nil: unknown)
 	noEvict  bool
 	noTouch  bool
 	lastSeen atomic.Int64 // Unix seconds of the last command
@@ -516,6 +516,14 @@ func (c *client) process(args [][]byte) {
 	}
 	cmd, badSub, lower := s.cmds.lookup(args, c.lower)
 	c.lower = lower
+	// As in Redis, the command a client list shows is the one being run
+	// (CLIENT INFO and CLIENT LIST show themselves), or queued, or
+	// refused: set at lookup, NULL for an unknown command.
+	if cmd != nil {
+		c.lastCmd.Store(&cmd.name)
+	} else {
+		c.lastCmd.Store(nil)
+	}
 	blind := c.deferrable(cmd, args)
 	if cmd != nil && c.looped() && s.offLoop(cmd, blind) {
 		// It may wait (for an fsync, say): a goroutine runs it, and
@@ -642,7 +650,6 @@ func (c *client) call(cmd *command, args [][]byte, start time.Time) {
 	}
 	cmd.metric.Observe(d, c.errored)
 	s.stats.commands.Add(1)
-	c.lastCmd.Store(&cmd.name)
 	if !cmd.has(fSkipSlowlog) {
 		s.slow.maybeAdd(s, c, args, start, d)
 	}

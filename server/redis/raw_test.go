@@ -461,3 +461,57 @@ func TestHalfClose(t *testing.T) {
 		}
 	}
 }
+
+// TestClientListCommand checks the cmd= field of CLIENT INFO and CLIENT
+// LIST, which, as in Redis, names the command being run (so CLIENT INFO
+// names itself), or queued, or refused, and is NULL after an unknown
+// command; it used to name the command before.
+func TestClientListCommand(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial()
+	other := ts.dial()
+	cmdField := func(c *rawConn, args ...string) string {
+		t.Helper()
+		c.send(cmd(args...))
+		c.readLine() // the bulk string's length
+		line := c.readLine()
+		c.expect("\r\n") // the bulk string's end, after the line's \n
+		_, rest, ok := strings.Cut(line, " cmd=")
+		if !ok {
+			t.Fatalf("%q: no cmd= field", line)
+		}
+		name, _, _ := strings.Cut(rest, " ")
+		return name
+	}
+	if got := cmdField(c, "CLIENT", "INFO"); got != "client|info" {
+		t.Errorf("CLIENT INFO as the first command: cmd=%s, want client|info", got)
+	}
+	c.send(cmd("CLIENT", "ID"))
+	id := strings.TrimSpace(strings.TrimPrefix(c.readLine(), ":"))
+	c.do(cmd("SET", "k", "v"), "+OK\r\n")
+	if got := cmdField(other, "CLIENT", "INFO"); got != "client|info" {
+		t.Errorf("CLIENT INFO: cmd=%s, want client|info", got)
+	}
+	for _, step := range []struct {
+		args []string
+		want string
+		cmd  string
+	}{
+		{[]string{"GET", "k"}, "$1\r\nv\r\n", "get"},
+		{[]string{"GET"}, "-ERR wrong number of arguments for 'get' command\r\n", "get"},
+		{[]string{"NOPE"}, "-ERR unknown command 'NOPE', with args beginning with: \r\n", "NULL"},
+		{[]string{"MULTI"}, "+OK\r\n", "multi"},
+		{[]string{"INCR", "n"}, "+QUEUED\r\n", "incr"},
+		{[]string{"EXEC"}, "*1\r\n:1\r\n", "exec"},
+	} {
+		c.do(cmd(step.args...), step.want)
+		other.send(cmd("CLIENT", "LIST", "ID", id))
+		other.readLine()
+		line := other.readLine()
+		other.expect("\r\n")
+		_, rest, _ := strings.Cut(line, " cmd=")
+		if got, _, _ := strings.Cut(rest, " "); got != step.cmd {
+			t.Errorf("after %q: cmd=%s, want %s", step.args, got, step.cmd)
+		}
+	}
+}
