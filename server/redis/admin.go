@@ -1177,6 +1177,12 @@ func appendRepr(b, p []byte) []byte {
 }
 
 func cmdMonitor(c *client, args [][]byte) {
+	if c.execing {
+		// As in Redis: the client of an EXEC expects one reply per
+		// command, not a stream.
+		c.replyErr("ERR MONITOR isn't allowed for DENY BLOCKING client")
+		return
+	}
 	if c.monitor.Load() {
 		c.replyOK()
 		return

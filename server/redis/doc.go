@@ -229,6 +229,8 @@
 //     byte (except next to the least subnormal value, about 3.6e-4951).
 //   - GETRANGE with an end before the start of the string replies an empty
 //     string, as Redis 8 does; Redis 7 replied the first byte.
+//   - SCAN with TYPE and an unknown type name is an error, as Redis 8
+//     plans; Redis 7.4 answers an empty scan.
 //   - OBJECT IDLETIME is always 0 (no access times are kept), OBJECT FREQ
 //     answers as Redis does without an LFU policy, and OBJECT ENCODING is
 //     derived from the value (int, embstr up to 44 bytes, raw).

@@ -37,6 +37,13 @@ func TestMultiExecRaw(t *testing.T) {
 	c.do(cmd("EXEC"), "-EXECABORT Transaction discarded because of previous errors.\r\n")
 	c.do(cmd("EXISTS", "q"), ":0\r\n")
 
+	// MONITOR in a transaction is refused when it runs, and the
+	// connection stays an ordinary one.
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("MONITOR"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*1\r\n-ERR MONITOR isn't allowed for DENY BLOCKING client\r\n")
+	c.do(cmd("PING"), "+PONG\r\n")
+
 	// DISCARD.
 	c.do(cmd("MULTI"), "+OK\r\n")
 	c.do(cmd("SET", "q", "1"), "+QUEUED\r\n")
