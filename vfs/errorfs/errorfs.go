@@ -224,7 +224,9 @@ func (e *FS) Create(name string) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.space += freed // only nonzero when limited
+	if freed != 0 { // limited: spaceMu is held
+		e.space += freed
+	}
 	return &file{fs: e, inner: f, name: name}, nil
 }
 
@@ -265,7 +267,9 @@ func (e *FS) Remove(name string) error {
 	if err := e.inner.Remove(name); err != nil {
 		return err
 	}
-	e.space += freed
+	if freed != 0 { // limited: spaceMu is held
+		e.space += freed
+	}
 	return nil
 }
 
@@ -284,7 +288,9 @@ func (e *FS) Rename(oldname, newname string) error {
 	if err := e.inner.Rename(oldname, newname); err != nil {
 		return err
 	}
-	e.space += freed
+	if freed != 0 { // limited: spaceMu is held
+		e.space += freed
+	}
 	return nil
 }
 
