@@ -258,9 +258,20 @@ func Restore(ctx context.Context, src, dir string, opts *RestoreOptions) error {
 			return fmt.Errorf("caskade: restore: %w", err)
 		}
 	}
-	// Copy under temporary names, then rename: an interrupted restore
-	// leaves nothing a later open would take for data.
-	for _, f := range m.Files {
+	if err := restoreFiles(ctx, fsys, src, dir, m.Files, popts); err != nil {
+		// dir held none of caskade's files before (or Force cleared
+		// them): leave it so, for a retry without Force.
+		clearDir(fsys, dir)
+		return err
+	}
+	return nil
+}
+
+// restoreFiles copies the files of a backup into dir under temporary
+// names, then renames them: an interrupted restore leaves nothing a later
+// open would take for data.
+func restoreFiles(ctx context.Context, fsys vfs.FS, src, dir string, files []manifestFile, popts pario.Options) error {
+	for _, f := range files {
 		tmp := filepath.Join(dir, f.Name) + ".tmp"
 		if _, err := copyPath(ctx, fsys, filepath.Join(src, f.Name), tmp, popts); err != nil {
 			return fmt.Errorf("caskade: restore %s: %w", f.Name, err)
@@ -269,7 +280,7 @@ func Restore(ctx context.Context, src, dir string, opts *RestoreOptions) error {
 			return err
 		}
 	}
-	for _, f := range m.Files {
+	for _, f := range files {
 		if err := fsys.Rename(filepath.Join(dir, f.Name)+".tmp", filepath.Join(dir, f.Name)); err != nil {
 			return fmt.Errorf("caskade: restore: %w", err)
 		}

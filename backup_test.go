@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -142,6 +143,45 @@ func TestRestoreRefusesAndVerifies(t *testing.T) {
 	os.Remove(filepath.Join(backupDir, ManifestName))
 	if err := Restore(context.Background(), backupDir, fresh, nil); err == nil {
 		t.Fatal("restored a backup without a manifest")
+	}
+}
+
+// A restore that fails (here: the disk fills up) removes what it wrote, so
+// that a retry needs no Force.
+func TestRestoreFailureCleansUp(t *testing.T) {
+	db := openTest(t, t.TempDir(), &Options{MaxFileSize: 4 << 10})
+	for i := range 100 {
+		if err := db.Set(fmt.Appendf(nil, "k%03d", i), bytes.Repeat([]byte("v"), 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	backupDir := filepath.Join(t.TempDir(), "b")
+	if _, err := db.Backup(context.Background(), backupDir, nil); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "r")
+	efs := errorfs.New(vfs.OS())
+	var copied atomic.Int32
+	efs.InjectFunc(errorfs.OpWrite, func(name string) error {
+		if strings.HasPrefix(name, target) {
+			if copied.Add(1) > 2 { // some writes get in first
+				return syscall.ENOSPC
+			}
+		}
+		return nil
+	})
+	if err := Restore(context.Background(), backupDir, target, &RestoreOptions{FS: efs, Workers: 1}); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("restore on a full disk: %v", err)
+	}
+	if names, _ := os.ReadDir(target); len(names) != 1 || names[0].Name() != LockFileName {
+		t.Fatalf("failed restore left %v", names)
+	}
+	efs.InjectFunc(errorfs.OpWrite, nil)
+	if err := Restore(context.Background(), backupDir, target, &RestoreOptions{FS: efs}); err != nil {
+		t.Fatalf("restore once there is room: %v", err)
+	}
+	if got := contents(t, openTest(t, target, nil)); len(got) != 100 {
+		t.Fatalf("restored %d keys, want 100", len(got))
 	}
 }
 
