@@ -250,11 +250,16 @@ func (c *Client) roundTrip(ctx context.Context, r *request) (abandoned bool, err
 			return false, err
 		}
 		r.reset()
-		trySync := ctx.Done() == nil && !p.asyncNow()
-		if trySync && !p.idleAlive() {
+		// A connection with no reader goroutine yet (fresh, or used only
+		// sequentially) notices no close by the server: check it before
+		// writing, whatever the context, so that a command is not sent on
+		// a connection that died while idle and failed as maybe executed.
+		async := p.asyncNow()
+		if !async && !p.idleAlive() {
 			p.kill("read", errors.New("connection closed while idle"))
 			continue
 		}
+		trySync := ctx.Done() == nil && !async
 		ok, syncRead := p.enqueue(r, trySync)
 		if !ok {
 			if retried < c.opt.MaxRetries {

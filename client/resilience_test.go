@@ -154,6 +154,39 @@ func TestReconnectBeforeNextCommand(t *testing.T) {
 	}
 }
 
+// TestIdleCloseBeforeCancellableCall checks that a shared connection that
+// has no reader goroutine yet (just dialed, or used only with contexts that
+// cannot be cancelled) and was closed by the server while idle is replaced
+// before a call with a cancellable context writes on it: the write then
+// runs once, and is not failed as maybe executed.
+func TestIdleCloseBeforeCancellableCall(t *testing.T) {
+	ts := startCaskade(t, nil)
+	p := startProxy(t, ts.addr)
+	c := dial(t, p.addr(), &client.Options{PoolSize: 1, MaxRetries: -1})
+	ctx := testCtx(t)
+	for i, prepare := range []func(){
+		func() {}, // the connection Dial opened, never used
+		func() { // used sequentially with a context that cannot be cancelled
+			must[[]byte](t)(c.Set(context.Background(), "ic-seq", []byte("x"), client.SetArgs{}))
+		},
+	} {
+		prepare()
+		dials := p.dials.Load()
+		p.killAll()
+		key := "ic-" + strconv.Itoa(i)
+		n, err := c.Incr(ctx, key)
+		if err != nil {
+			t.Fatalf("case %d: Incr on a connection closed while idle: %v", i, err)
+		}
+		eq(t, "Incr", n, 1)
+		eq(t, "dials", p.dials.Load(), dials+1)
+		// The next call opens a fresh connection for the next case: a
+		// cancellable context has started a reader goroutine on this one.
+		c.Close()
+		c = dial(t, p.addr(), &client.Options{PoolSize: 1, MaxRetries: -1})
+	}
+}
+
 func TestMaybeExecutedAndIdempotentRetry(t *testing.T) {
 	ts := startCaskade(t, nil)
 	p := startProxy(t, ts.addr)
