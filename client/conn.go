@@ -36,6 +36,7 @@ func (cn *Conn) ready(ctx context.Context) error {
 		return ErrClosed
 	}
 	if cn.d.pending == 0 && cn.d.queued == 0 {
+		cn.d.checkIdle()
 		return cn.d.redialIfBroken(ctx)
 	}
 	return cn.d.err
@@ -93,6 +94,7 @@ func (cn *Conn) Flush(ctx context.Context) error {
 	if cn.closed {
 		return ErrClosed
 	}
+	cn.d.checkIdle()
 	if cn.d.err != nil && cn.d.pending == 0 && !cn.d.dirty {
 		// Broken with nothing owed: re-dial and write the queue there.
 		wbuf, queued := cn.d.wbuf, cn.d.queued

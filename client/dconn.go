@@ -23,6 +23,9 @@ type dconn struct {
 	skip    int   // of those, replies at the front to discard (abandoned calls)
 	err     error // the connection broke (*ConnError); it is unusable
 	dirty   bool  // connection state was changed: never reuse it
+
+	alive    *aliveChecker // made by checkIdle on first use
+	aliveSet bool
 }
 
 var aLongTimeAgo = time.Unix(1, 0)
@@ -239,9 +242,20 @@ func (d *dconn) readReplies(ctx context.Context, n int, timeout time.Duration, f
 
 // readRepliesOwed is readReplies; skipOwed false leaves unread replies owed
 // to the caller (Receive) instead of discarding them later.
-func (d *dconn) readRepliesOwed(ctx context.Context, n int, timeout time.Duration, fill func(*resp.Reader) error, skipOwed bool) error {
+func (d *dconn) readRepliesOwed(ctx context.Context, n int, timeout time.Duration, fill func(*resp.Reader) error, skipOwed bool) (err error) {
 	stop := d.interrupt(ctx)
 	defer stop()
+	i := 0
+	defer func() {
+		if err != nil && d.err != nil {
+			// The connection broke: the replies to discard and the rest of
+			// this call's will never come. Only replies owed to Receive
+			// (for commands of other Appends) stay owed, and each reports
+			// the failure; once none is owed, the Conn can be re-dialed.
+			d.pending -= d.skip + n - i
+			d.skip = 0
+		}
+	}()
 	for d.skip > 0 {
 		if err := d.armRead(ctx, d.cl.opt.ReadTimeout); err != nil {
 			return err
@@ -255,7 +269,7 @@ func (d *dconn) readRepliesOwed(ctx context.Context, n int, timeout time.Duratio
 		d.skip--
 		d.pending--
 	}
-	for i := 0; i < n; i++ {
+	for ; i < n; i++ {
 		err := d.armRead(ctx, timeout)
 		owed := true
 		if err == nil {
@@ -300,6 +314,22 @@ func (d *dconn) runRequest(ctx context.Context, r *request) error {
 		return err
 	}
 	return d.readReplies(ctx, r.n, d.cl.opt.ReadTimeout, r.readReply)
+}
+
+// checkIdle marks d broken, as not executed, if the server closed it while
+// it owed no reply and carried no state, so that the next command is sent
+// on a new connection (redialIfBroken) rather than written into a closed
+// one and failed as maybe executed.
+func (d *dconn) checkIdle() {
+	if d.err != nil || d.dirty || d.pending > 0 || d.rd.Buffered() > 0 {
+		return
+	}
+	if !d.aliveSet {
+		d.alive, d.aliveSet = newAliveChecker(d.nc), true
+	}
+	if !d.alive.check() {
+		d.broke("read", errors.New("connection closed while idle"), false)
+	}
 }
 
 // redialIfBroken replaces a broken connection that carried no state.

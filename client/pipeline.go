@@ -77,6 +77,7 @@ type Pipe struct {
 	c     *Client
 	d     *dconn // a dedicated connection (Conn, Tx), or nil for the shared ones
 	multi bool
+	watch bool // d is a Watch's: never re-dialed, which would drop the WATCH
 
 	buf      []byte
 	cmds     []*Cmd
@@ -235,7 +236,11 @@ func (p *Pipe) Exec(ctx context.Context) ([]*Cmd, error) {
 	var err error
 	switch {
 	case p.d != nil:
-		err = p.d.redialIfBroken(ctx)
+		if p.watch {
+			err = p.d.err
+		} else {
+			err = p.d.redialIfBroken(ctx)
+		}
 		if err == nil {
 			err = p.d.runRequest(ctx, r)
 		}

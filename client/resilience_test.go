@@ -529,3 +529,161 @@ func TestAutoPipelining(t *testing.T) {
 		eq(t, "counter", string(n), strconv.FormatInt(incrs.Load(), 10))
 	})
 }
+
+// cutDuring makes the next request containing marker reach the server with
+// its reply swallowed, then kills every proxied connection, so that the
+// call sending it fails with the connection.
+func cutDuring(p *proxy, marker string) {
+	p.holdReplies(true)
+	fired := p.expect(marker)
+	go func() {
+		<-fired
+		p.holdReplies(false)
+		p.killAll()
+	}()
+}
+
+// TestConnRecovers checks that a Conn that changed no connection state
+// recovers from a break, as documented: closed while idle, the next
+// command runs on a new connection; broken during a command (Do, or
+// Append/Receive), that command fails and the next one is re-dialed.
+func TestConnRecovers(t *testing.T) {
+	ts := startCaskade(t, nil)
+	p := startProxy(t, ts.addr)
+	c := dial(t, p.addr(), &client.Options{PoolSize: 1})
+	ctx := testCtx(t)
+	conn := must[*client.Conn](t)(c.Conn(ctx))
+	defer conn.Close()
+	must[client.Value](t)(conn.Do(ctx, "PING"))
+
+	// Closed while idle: the write runs once, on a new connection.
+	dials := p.dials.Load()
+	p.killAll()
+	eq(t, "INCR after an idle close", must[int64](t)(must[client.Value](t)(conn.Do(ctx, "INCR", "cr:n")).Int()), 1)
+	eq(t, "dials", p.dials.Load(), dials+1)
+
+	// Broken while the reply is awaited: that command may have executed;
+	// the next is sent on a new connection.
+	cutDuring(p, "cr-do")
+	if _, err := conn.Do(ctx, "SET", "cr:k", "cr-do"); !errors.Is(err, client.ErrMaybeExecuted) {
+		t.Fatalf("Do cut in flight: %v", err)
+	}
+	eq(t, "ECHO after a break", must[string](t)(must[client.Value](t)(conn.Do(ctx, "ECHO", "after")).Str()), "after")
+
+	// Append/Receive: each owed reply reports the break, then the Conn
+	// works again.
+	cutDuring(p, "cr-recv")
+	check(t, conn.Append("ECHO", "cr-recv"))
+	check(t, conn.Append("ECHO", "2"))
+	for i := 0; i < 2; i++ {
+		var ce *client.ConnError
+		if _, err := conn.Receive(ctx); !errors.As(err, &ce) {
+			t.Fatalf("Receive %d after a break: %v", i, err)
+		}
+	}
+	if _, err := conn.Receive(ctx); !errors.Is(err, client.ErrNoReply) {
+		t.Fatalf("Receive with nothing owed: %v", err)
+	}
+	eq(t, "ECHO after Receive's break", must[string](t)(must[client.Value](t)(conn.Do(ctx, "ECHO", "again")).Str()), "again")
+	check(t, conn.Append("ECHO", "piped"))
+	eq(t, "Receive after recovery", must[string](t)(must[client.Value](t)(conn.Receive(ctx)).Str()), "piped")
+}
+
+// TestNoRedialInsideTransactions checks that a connection that broke inside
+// a Watch or a Transact is never replaced by a new one while the function
+// goes on: a write sent there would run without the WATCH, or outside the
+// transaction. The functions below ignore a read error, as careless code
+// does; the commit must fail all the same.
+func TestNoRedialInsideTransactions(t *testing.T) {
+	ts := startCaskade(t, nil)
+	p := startProxy(t, ts.addr)
+	c := dial(t, p.addr(), &client.Options{PoolSize: 1})
+	other := dial(t, ts.addr, nil)
+	ctx := testCtx(t)
+	must[[]byte](t)(other.Set(ctx, "nr:w", []byte("0"), client.SetArgs{}))
+
+	errStop := errors.New("stop")
+	runs := 0
+	err := c.Watch(ctx, func(tx *client.Tx) error {
+		if runs++; runs > 1 {
+			return errStop
+		}
+		cutDuring(p, "nr:w")
+		tx.Get(ctx, "nr:w") // the error is ignored
+		// The watched key changes: EXEC must not run unwatched.
+		must[[]byte](t)(other.Set(ctx, "nr:w", []byte("other"), client.SetArgs{}))
+		_, err := tx.TxPipelined(ctx, func(p *client.Pipe) error {
+			p.Set("nr:w", []byte("watch"), client.SetArgs{})
+			return nil
+		})
+		return err
+	}, "nr:w")
+	if err == nil {
+		t.Fatal("Watch succeeded after its connection broke")
+	}
+	eq(t, "watched key", string(must[[]byte](t)(other.Get(ctx, "nr:w"))), "other")
+
+	runs = 0
+	err = c.Transact(ctx, func(tx *client.Txn) error {
+		if runs++; runs > 1 {
+			return errStop
+		}
+		cutDuring(p, "nr:t")
+		tx.Get([]byte("nr:t")) // the error is ignored
+		tx.Set([]byte("nr:t2"), []byte("txn"))
+		return nil
+	})
+	skipUnknown(t, err)
+	if !errors.Is(err, errStop) {
+		t.Fatalf("Transact: %v, want the error of its second run", err)
+	}
+	if v, err := other.Get(ctx, "nr:t2"); !errors.Is(err, client.Nil) {
+		t.Fatalf("write of a broken transaction applied: %q %v", v, err)
+	}
+
+	// A write that fails (CSK.BEGIN and the first read are written
+	// together) leaves the transaction's connection broken: the next
+	// read must fail at once, not be sent on a new connection (without
+	// the transaction, and waiting for replies never sent).
+	var failWrite atomic.Bool
+	wc := dial(t, ts.addr, &client.Options{PoolSize: 1, ReadTimeout: -1,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			return failingConn{nc, &failWrite}, err
+		}})
+	check(t, wc.Transact(ctx, func(tx *client.Txn) error { return nil })) // CSK.BEGIN works
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	runs = 0
+	err = wc.Transact(tctx, func(tx *client.Txn) error {
+		if runs++; runs > 1 {
+			return errStop
+		}
+		failWrite.Store(true)
+		tx.Get([]byte("nr:w1")) // the error is ignored
+		failWrite.Store(false)
+		tx.Set([]byte("nr:t3"), []byte("txn"))
+		tx.Get([]byte("nr:w2")) // the error is ignored
+		return nil
+	})
+	if !errors.Is(err, errStop) {
+		t.Fatalf("Transact after a failed write: %v, want the error of its second run", err)
+	}
+	if v, err := other.Get(ctx, "nr:t3"); !errors.Is(err, client.Nil) {
+		t.Fatalf("write of a broken transaction applied: %q %v", v, err)
+	}
+}
+
+// failingConn fails every write while fail is set, closing the connection.
+type failingConn struct {
+	net.Conn
+	fail *atomic.Bool
+}
+
+func (c failingConn) Write(b []byte) (int, error) {
+	if c.fail.Load() {
+		c.Conn.Close()
+		return 0, errors.New("injected write failure")
+	}
+	return c.Conn.Write(b)
+}

@@ -71,14 +71,14 @@ func (tx *Tx) Watch(ctx context.Context, keys ...string) error {
 // Pipelined runs commands in a pipeline on the transaction's connection,
 // without MULTI/EXEC.
 func (tx *Tx) Pipelined(ctx context.Context, fn func(p *Pipe) error) ([]*Cmd, error) {
-	return runPipe(ctx, &Pipe{c: tx.c, d: tx.d}, fn)
+	return runPipe(ctx, &Pipe{c: tx.c, d: tx.d, watch: true}, fn)
 }
 
 // TxPipelined runs the commands queued by fn in MULTI/EXEC. It returns
 // ErrTxFailed if a watched key changed (nothing was applied), which makes
 // Watch run its function again.
 func (tx *Tx) TxPipelined(ctx context.Context, fn func(p *Pipe) error) ([]*Cmd, error) {
-	p := &Pipe{c: tx.c, d: tx.d, multi: true}
+	p := &Pipe{c: tx.c, d: tx.d, multi: true, watch: true}
 	if err := fn(p); err != nil {
 		return nil, err
 	}

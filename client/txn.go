@@ -142,9 +142,8 @@ func (tx *Txn) settle(cmd []byte, res *result) error {
 		tx.d.appendCmd(cmd, 1)
 		n++
 	}
-	if err := tx.d.redialIfBroken(tx.ctx); err != nil {
-		return err
-	}
+	// Never re-dial: what was sent (CSK.BEGIN, writes) is lost with the
+	// connection, and what follows would run outside a transaction.
 	if err := tx.d.flush(tx.ctx); err != nil {
 		return err
 	}
