@@ -230,10 +230,21 @@ func (c *Client) Expire(ctx context.Context, key string, ttl time.Duration) (boo
 	if ttl%time.Second == 0 {
 		res, err = c.doStrings(ctx, classWrite, "EXPIRE", key, string(strconv.AppendInt(tmp[:0], int64(ttl/time.Second), 10)))
 	} else {
-		res, err = c.doStrings(ctx, classWrite, "PEXPIRE", key, string(strconv.AppendInt(tmp[:0], int64(ttl/time.Millisecond), 10)))
+		res, err = c.doStrings(ctx, classWrite, "PEXPIRE", key, string(strconv.AppendInt(tmp[:0], expireMillis(ttl), 10)))
 	}
 	n, err := intResult(res, err)
 	return n == 1, err
+}
+
+// expireMillis is ttl in whole milliseconds for PEXPIRE, at least 1 for a
+// positive ttl: 0 would delete the key, which only a ttl of zero or less
+// means.
+func expireMillis(ttl time.Duration) int64 {
+	ms := int64(ttl / time.Millisecond)
+	if ttl > 0 {
+		ms = max(ms, 1)
+	}
+	return ms
 }
 
 // TTL returns the time key has left to live (PTTL, millisecond precision),

@@ -281,3 +281,30 @@ func TestOptionsValidate(t *testing.T) {
 		t.Errorf("Dial of a closed port: %v", err)
 	}
 }
+
+// TestExpireBelowAMillisecond checks that a positive TTL below a
+// millisecond is sent as 1 ms, as Set does, and not as 0, which deletes the
+// key at once.
+func TestExpireBelowAMillisecond(t *testing.T) {
+	ts := startCaskade(t, nil)
+	p := startProxy(t, ts.addr)
+	c := dial(t, p.addr(), nil)
+	ctx := testCtx(t)
+	const want = "*3\r\n$7\r\nPEXPIRE\r\n$3\r\nsub\r\n$1\r\n1\r\n"
+	for _, expire := range []func() error{
+		func() error { _, err := c.Expire(ctx, "sub", 500*time.Microsecond); return err },
+		func() error {
+			_, err := c.Pipelined(ctx, func(p *client.Pipe) error { p.Expire("sub", time.Microsecond); return nil })
+			return err
+		},
+	} {
+		must[[]byte](t)(c.Set(ctx, "sub", []byte("x"), client.SetArgs{}))
+		sent := p.expect(want)
+		check(t, expire())
+		select {
+		case <-sent:
+		default:
+			t.Fatalf("a TTL below a millisecond was not sent as PEXPIRE sub 1")
+		}
+	}
+}

@@ -182,12 +182,13 @@ func (p *Pipe) IncrBy(key string, n int64) *Cmd {
 	return p.add(classWrite)
 }
 
-// Expire queues PEXPIRE key ttl.
+// Expire queues PEXPIRE key ttl (at least 1 ms for a positive ttl; zero or
+// less deletes the key).
 func (p *Pipe) Expire(key string, ttl time.Duration) *Cmd {
 	p.buf = resp.AppendArrayHeader(p.buf, 3)
 	p.buf = resp.AppendBulkString(p.buf, "PEXPIRE")
 	p.buf = resp.AppendBulkString(p.buf, key)
-	p.buf = appendIntArg(p.buf, int64(ttl/time.Millisecond))
+	p.buf = appendIntArg(p.buf, expireMillis(ttl))
 	return p.add(classWrite)
 }
 
