@@ -161,12 +161,16 @@ func (c *Client) redial(ctx context.Context, s *slot) (*pconn, error) {
 		s.attempts.Add(1)
 		if err == nil {
 			p := newPconn(c, nc, rd)
+			s.fails = 0
+			s.cur.Store(p)
+			// Checked after the Store: Close sets closed before it kills
+			// the slots' connections, so either it finds p or this sees
+			// closed. Checked before, a Close in between would miss p,
+			// which would then serve calls after Close and never close.
 			if c.closed.Load() {
 				p.kill("closed", ErrClosed)
 				return nil, ErrClosed
 			}
-			s.fails = 0
-			s.cur.Store(p)
 			return p, nil
 		}
 		s.lastErr = err
