@@ -63,7 +63,9 @@ func (c *Client) Get(ctx context.Context, key string) ([]byte, error) {
 // unconditionally and removes any expiry.
 type SetArgs struct {
 	// TTL makes the key expire after this long (EX, or PX for a TTL that
-	// is not a whole number of seconds); 0 means no expiry.
+	// is not a whole number of seconds); 0 means no expiry. A negative TTL
+	// is sent as it is, and refused as Redis refuses it ("invalid expire
+	// time"), rather than taken for no expiry.
 	TTL time.Duration
 	// ExpireAt makes the key expire at this time (PXAT); zero means none.
 	ExpireAt time.Time
@@ -77,7 +79,7 @@ type SetArgs struct {
 
 func appendSet(b []byte, key string, value []byte, a SetArgs) []byte {
 	n := 3
-	if a.TTL > 0 {
+	if a.TTL != 0 {
 		n += 2
 	}
 	if !a.ExpireAt.IsZero() {
@@ -92,13 +94,13 @@ func appendSet(b []byte, key string, value []byte, a SetArgs) []byte {
 	b = resp.AppendBulkString(b, "SET")
 	b = resp.AppendBulkString(b, key)
 	b = resp.AppendBulk(b, value)
-	if a.TTL > 0 {
+	if a.TTL != 0 {
 		if a.TTL%time.Second == 0 {
 			b = resp.AppendBulkString(b, "EX")
 			b = appendIntArg(b, int64(a.TTL/time.Second))
 		} else {
 			b = resp.AppendBulkString(b, "PX")
-			b = appendIntArg(b, max(int64(a.TTL/time.Millisecond), 1))
+			b = appendIntArg(b, expireMillis(a.TTL))
 		}
 	}
 	if !a.ExpireAt.IsZero() {

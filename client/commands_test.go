@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +71,14 @@ func TestStringHelpers(t *testing.T) {
 		must[[]byte](t)(c.Set(ctx, "ms", []byte("x"), client.SetArgs{TTL: 90500 * time.Millisecond}))
 		if ttl := must[time.Duration](t)(c.TTL(ctx, "ms")); ttl <= 80*time.Second || ttl > 90500*time.Millisecond {
 			t.Fatalf("TTL of PX key = %v", ttl)
+		}
+		for _, neg := range []time.Duration{-time.Second, -1500 * time.Millisecond} {
+			if _, err := c.Set(ctx, "neg", []byte("x"), client.SetArgs{TTL: neg}); err == nil || !strings.Contains(err.Error(), "invalid expire time") {
+				t.Fatalf("Set with TTL %v: %v, want the server's invalid expire time error", neg, err)
+			}
+		}
+		if _, err := c.Get(ctx, "neg"); !errors.Is(err, client.Nil) {
+			t.Fatalf("a refused Set with a negative TTL set the key: %v", err)
 		}
 		must[[]byte](t)(c.Set(ctx, "at", []byte("x"), client.SetArgs{ExpireAt: time.Now().Add(time.Hour)}))
 		if ttl := must[time.Duration](t)(c.TTL(ctx, "at")); ttl <= 59*time.Minute {
