@@ -51,7 +51,12 @@
 // on a shared connection ReadTimeout detects a server that stopped
 // answering, on a dedicated one it bounds each reply when the context has
 // no deadline. A pipeline's replies each get ReadTimeout, so the timeout is
-// spread over its commands rather than shared by all of them.
+// spread over its commands rather than shared by all of them. Without a
+// context deadline a call is bounded only by the sum of those steps: a
+// read-only command to a server that hangs times out after ReadTimeout,
+// is sent again (MaxRetries), and each re-dial may wait DialTimeout, so
+// with the defaults such a call can take over 20 seconds. Give the
+// context a deadline where a call must end sooner.
 //
 // # Bytes
 //
