@@ -44,9 +44,10 @@ type Tx struct {
 	probe        txWrite  // search key for writes, reused
 	reader       TxReader // the non-snapshot reader behind Tx's own read methods
 	committed    uint64
-	calls        int         // usable calls, to read the clock now and then
-	readOnly     bool        // ReadTransact: never commits, so records no read conflicts
-	iters        []*Iterator // fast-path iterators, closed when the transaction ends
+	calls        int           // usable calls, to read the clock now and then
+	readOnly     bool          // ReadTransact: never commits, so records no read conflicts
+	iters        []*Iterator   // fast-path iterators, closed when the transaction ends
+	open         []*TxIterator // range reads that record conflicts, until they finish
 	watches      []*Watch
 	snapshotView TxReader
 }
@@ -497,25 +498,74 @@ func (r *TxReader) RangeIterator(begin, end KeySelector, opts *RangeOptions) *Tx
 	if it.err = r.tx.usable(); it.err != nil {
 		return it
 	}
-	// Resolving the selectors reads keys too: where they land depends on
-	// the keys between each selector's key and its result.
-	if it.lo, it.err = r.tx.resolve(begin); it.err != nil {
-		return it
+	// A selector of offset 1 (FirstGreaterOrEqual, FirstGreaterThan) bounds
+	// the range at its own key: the pairs are those at or after it (after
+	// it, with OrEqual), whatever keys exist, so it is not resolved and
+	// reads no keys beyond the range, as in FoundationDB. Resolving it
+	// would make the read conflict reach up to the next key past the end
+	// (to the end of the key space if there is none), and a key the
+	// transaction writes between the end key and that one would be read.
+	// Resolving any other selector reads keys too: where it lands depends
+	// on the keys between the selector's key and its result.
+	if begin.Offset == 1 {
+		it.lo = selectorBound(begin)
+	} else {
+		if it.lo, it.err = r.tx.resolve(begin); it.err != nil {
+			return it
+		}
+		r.selectorConflict(begin, it.lo)
+		if it.lo == nil {
+			// The begin selector lands past the last key: nothing to read.
+			it.finished = true
+			return it
+		}
 	}
-	r.selectorConflict(begin, it.lo)
-	if it.lo == nil {
-		// The begin selector lands past the last key: nothing to read.
-		it.finished = true
-		return it
+	if end.Offset == 1 {
+		it.hi = selectorBound(end)
+	} else {
+		if it.hi, it.err = r.tx.resolve(end); it.err != nil {
+			return it
+		}
+		r.selectorConflict(end, it.hi)
 	}
-	if it.hi, it.err = r.tx.resolve(end); it.err != nil {
-		return it
-	}
-	r.selectorConflict(end, it.hi)
 	if it.hi != nil && bytes.Compare(it.lo, it.hi) >= 0 {
 		it.finished = true
+		return it
+	}
+	if r.records() {
+		r.tx.track(it)
 	}
 	return it
+}
+
+// selectorBound returns the first key a selector of offset 1 may select:
+// its key, or the key just after it with OrEqual.
+func selectorBound(sel KeySelector) []byte {
+	if sel.OrEqual {
+		return keyAfter(bytes.Clone(sel.Key))
+	}
+	return append([]byte{}, sel.Key...) // never nil: nil is the end of the key space
+}
+
+// track keeps an iterator that records read conflicts until it finishes,
+// so that Commit can add the conflict range of what it returned if the
+// caller stopped before its end.
+func (tx *Tx) track(it *TxIterator) {
+	if len(tx.open) == cap(tx.open) {
+		tx.open = slices.DeleteFunc(tx.open, func(it *TxIterator) bool { return it.finished })
+	}
+	tx.open = append(tx.open, it)
+}
+
+// finishOpen adds the read conflict ranges of the range reads the caller
+// abandoned part way: what each returned, as if it had stopped at a limit.
+func (tx *Tx) finishOpen() {
+	for _, it := range tx.open {
+		if !it.finished && it.started {
+			it.finish(true)
+		}
+	}
+	tx.open = nil
 }
 
 // TxIterator walks a range within a transaction, pull-style:
@@ -919,6 +969,7 @@ func (tx *Tx) Commit() error {
 	if tx.db.opts.ReadOnly {
 		return ErrReadOnly
 	}
+	tx.finishOpen()
 	req := &txnReq{readVersion: tx.v.version, readTime: tx.v.nowMs, reads: tx.reads, watches: tx.watches}
 	v, err := tx.db.commit(tx.ops, req)
 	if err != nil {

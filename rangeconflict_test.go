@@ -1,0 +1,155 @@
+package caskade
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// A range read that the caller abandons part way still read what it
+// returned: a change to any of those keys must fail the commit, as a
+// change to a key past where it stopped must not (as with a limit).
+func TestAbandonedRangeReadConflicts(t *testing.T) {
+	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone, ExpiryPeriod: -1, MergeInterval: -1})
+	for _, k := range []string{"a1", "a2", "a3", "a4"} {
+		db.Set([]byte(k), []byte("v"))
+	}
+	for _, c := range []struct {
+		reverse  bool
+		writes   bool // the transaction wrote before reading: the slow path
+		changed  string
+		conflict bool
+	}{
+		{false, false, "a2", true},
+		{false, true, "a2", true},
+		{false, false, "a1", true},
+		{false, false, "a3", false},
+		{false, true, "a3", false},
+		{true, false, "a3", true},
+		{true, true, "a3", true},
+		{true, false, "a2", false},
+		{true, true, "a2", false},
+	} {
+		name := fmt.Sprintf("reverse=%v writes=%v changed=%s", c.reverse, c.writes, c.changed)
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.writes {
+			tx.Set([]byte("out"), []byte("x"))
+		}
+		it := tx.RangeIterator(FirstGreaterOrEqual([]byte("a")), FirstGreaterOrEqual([]byte("b")), &RangeOptions{Reverse: c.reverse})
+		for range 2 { // two of the four keys, then the caller stops
+			if !it.Next() {
+				t.Fatalf("%s: iterator ended early: %v", name, it.Err())
+			}
+		}
+		tx.Set([]byte("out"), []byte("y"))
+		if err := db.Set([]byte(c.changed), []byte("changed")); err != nil {
+			t.Fatal(err)
+		}
+		err = tx.Commit()
+		if c.conflict && !errors.Is(err, ErrConflict) {
+			t.Errorf("%s: commit after a key the abandoned range read returned changed: %v", name, err)
+		}
+		if !c.conflict && err != nil {
+			t.Errorf("%s: commit after a key the range read never reached changed: %v", name, err)
+		}
+	}
+}
+
+// A range read between offset-1 selectors (FirstGreaterOrEqual,
+// FirstGreaterThan) read the keys from the begin key to the end key and no
+// further: writes past the end key, or before the begin key, do not fail
+// its commit, as in FoundationDB; writes inside it still do.
+func TestRangeReadConflictBounds(t *testing.T) {
+	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone, ExpiryPeriod: -1, MergeInterval: -1})
+	db.Set([]byte("a"), []byte("v"))
+	db.Set([]byte("b1"), []byte("v"))
+	db.Set([]byte("z"), []byte("v"))
+	for _, c := range []struct {
+		begin, end KeySelector
+		limit      int
+		written    string
+		conflict   bool
+	}{
+		{FirstGreaterOrEqual([]byte("b")), FirstGreaterOrEqual([]byte("c")), 0, "c", false},
+		{FirstGreaterOrEqual([]byte("b")), FirstGreaterOrEqual([]byte("c")), 0, "y", false},
+		{FirstGreaterOrEqual([]byte("b")), FirstGreaterOrEqual([]byte("c")), 0, "z", false}, // the next key past the end
+		{FirstGreaterOrEqual([]byte("b")), FirstGreaterOrEqual([]byte("c")), 0, "a", false}, // the key before the begin
+		{FirstGreaterOrEqual([]byte("b")), FirstGreaterOrEqual([]byte("c")), 0, "b", true},
+		{FirstGreaterOrEqual([]byte("b")), FirstGreaterOrEqual([]byte("c")), 0, "b1", true},
+		{FirstGreaterOrEqual([]byte("b")), FirstGreaterOrEqual([]byte("c")), 0, "b\xff", true},
+		{FirstGreaterThan([]byte("b1")), FirstGreaterThan([]byte("c")), 0, "b1", false},
+		{FirstGreaterThan([]byte("b1")), FirstGreaterThan([]byte("c")), 0, "c", true},
+		{FirstGreaterThan([]byte("b1")), FirstGreaterThan([]byte("c")), 0, "c\x00", false},
+		// An empty range past the last key.
+		{FirstGreaterOrEqual([]byte("zz")), FirstGreaterOrEqual([]byte("zzz")), 0, "zzzz", false},
+		{FirstGreaterOrEqual([]byte("zz")), FirstGreaterOrEqual([]byte("zzz")), 0, "zz5", true},
+		// Inverted: reads nothing, depends on nothing.
+		{FirstGreaterOrEqual([]byte("c")), FirstGreaterOrEqual([]byte("b")), 0, "b5", false},
+		// Other selectors still cover the keys between their key and their result.
+		{LastLessThan([]byte("b")), FirstGreaterOrEqual([]byte("c")), 0, "a", true},
+		{FirstGreaterOrEqual([]byte("b")), FirstGreaterOrEqual([]byte("c")).Add(1), 0, "y", true},
+	} {
+		name := fmt.Sprintf("%v..%v, write %q", c.begin, c.end, c.written)
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.GetRange(c.begin, c.end, &RangeOptions{Limit: c.limit}); err != nil {
+			t.Fatal(err)
+		}
+		tx.Set([]byte("out"), []byte("x"))
+		if err := db.Set([]byte(c.written), []byte("new")); err != nil {
+			t.Fatal(err)
+		}
+		err = tx.Commit()
+		if c.conflict && !errors.Is(err, ErrConflict) {
+			t.Errorf("%s: want a conflict, got %v", name, err)
+		}
+		if !c.conflict && err != nil {
+			t.Errorf("%s: want no conflict, got %v", name, err)
+		}
+		db.Set([]byte(c.written), []byte("v"))
+		if c.written != "a" && c.written != "b1" && c.written != "z" {
+			db.Delete([]byte(c.written))
+		}
+	}
+}
+
+// A key the transaction writes while a range read is under way shows in
+// the read only if it is inside the range: never at or past an end key of
+// FirstGreaterOrEqual.
+func TestRangeReadEndWhileWriting(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	db.Set([]byte("a1"), []byte("v"))
+	db.Set([]byte("c"), []byte("v"))
+	for _, rev := range []bool{false, true} {
+		tx, _ := db.Begin()
+		it := tx.RangeIterator(FirstGreaterOrEqual([]byte("a")), FirstGreaterOrEqual([]byte("b")), &RangeOptions{Reverse: rev})
+		if !rev {
+			if !it.Next() {
+				t.Fatal(it.Err())
+			}
+		}
+		tx.Set([]byte("a5"), []byte("in"))
+		tx.Set([]byte("b"), []byte("out"))
+		tx.Set([]byte("b5"), []byte("out"))
+		var got []string
+		if !rev {
+			got = append(got, "a1")
+		}
+		for it.Next() {
+			got = append(got, string(it.KeyValue().Key))
+		}
+		want := "[a1 a5]"
+		if rev {
+			want = "[a5 a1]"
+		}
+		if fmt.Sprint(got) != want {
+			t.Errorf("reverse %v: %v, want %s", rev, got, want)
+		}
+		tx.Rollback()
+	}
+}
