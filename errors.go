@@ -45,6 +45,13 @@ var (
 	// of the batch was applied.
 	ErrNotInteger = errors.New("caskade: value is not an integer")
 	ErrOverflow   = errors.New("caskade: increment would overflow")
+	// ErrAccessedUnreadable means a transaction read a key whose value it
+	// set with SetVersionstampedValue: the value is known only at commit.
+	ErrAccessedUnreadable = &Error{Code: 1036, Name: "accessed_unreadable", Msg: "read or wrote an unreadable key"}
+	// ErrInvalidOperation means a call was invalid, such as a versionstamp
+	// offset outside the key or value of SetVersionstampedKey or
+	// SetVersionstampedValue.
+	ErrInvalidOperation = &Error{Code: 2000, Name: "client_invalid_operation", Msg: "invalid API call"}
 	// ErrInvalidRange means a range's end is before its begin.
 	ErrInvalidRange = &Error{Code: 2005, Name: "inverted_range", Msg: "range begin key larger than end key"}
 	// ErrWritesStopped means an earlier write or fsync failed in a way that

@@ -59,6 +59,10 @@ type txWrite struct {
 	present bool   // when known
 	value   []byte // when known and present
 	pending []op   // atomic operations on a base value not read yet
+	// unreadable: the value holds a versionstamp known only at commit
+	// (SetVersionstampedValue, perhaps with atomic operations after it);
+	// reading it fails with ErrAccessedUnreadable until a Set or Clear.
+	unreadable bool
 }
 
 // Begin starts a transaction at the current version. End it with Commit or
@@ -218,6 +222,9 @@ func (r *TxReader) Get(key []byte) ([]byte, error) {
 		return nil, err
 	}
 	w, ok := tx.written(key)
+	if ok && w.unreadable {
+		return nil, ErrAccessedUnreadable
+	}
 	if ok && w.known {
 		// Answered from the transaction's own writes: no read conflict.
 		if !w.present {
@@ -245,6 +252,9 @@ func (r *TxReader) Get(key []byte) ([]byte, error) {
 // conflict range. The result must not be modified.
 func (tx *Tx) value(key []byte) ([]byte, bool, error) {
 	w, ok := tx.written(key)
+	if ok && w.unreadable {
+		return nil, false, ErrAccessedUnreadable
+	}
 	if ok && w.known {
 		return w.value, w.present, nil
 	}
@@ -290,8 +300,20 @@ func (tx *Tx) cleared(key []byte) bool {
 
 // visible reports whether key exists as the transaction sees it.
 func (tx *Tx) visible(key []byte) (bool, error) {
+	if w, ok := tx.written(key); ok && w.unreadable {
+		return true, nil // present: reading it is what fails
+	}
 	_, present, err := tx.value(key)
 	return present, err
+}
+
+// readable fails with ErrAccessedUnreadable if key's value is known only
+// at commit.
+func (tx *Tx) readable(key []byte) error {
+	if w, ok := tx.written(key); ok && w.unreadable {
+		return ErrAccessedUnreadable
+	}
+	return nil
 }
 
 // baseVisible reports whether a key of the snapshot shows through to the
@@ -415,7 +437,12 @@ func (tx *Tx) resolve(sel KeySelector) ([]byte, error) {
 	if key == nil {
 		key = []byte{} // the empty key, not prevKey's "end of the key space"
 	}
+	// A key whose value is unreadable (SetVersionstampedValue) fails the
+	// resolution when it is passed or landed on, as in FoundationDB.
 	cur, ok, err := tx.prevKey(key, sel.OrEqual)
+	if err == nil && ok && sel.Offset <= 0 {
+		err = tx.readable(cur)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -425,6 +452,9 @@ func (tx *Tx) resolve(sel KeySelector) ([]byte, error) {
 		} else {
 			cur, ok, err = tx.nextKey(nil, true)
 		}
+		if err == nil && ok {
+			err = tx.readable(cur)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -433,7 +463,10 @@ func (tx *Tx) resolve(sel KeySelector) ([]byte, error) {
 		}
 	}
 	for off := sel.Offset; off < 0 && ok; off++ {
-		if cur, ok, err = tx.prevKey(cur, false); err != nil {
+		if cur, ok, err = tx.prevKey(cur, false); err == nil && ok {
+			err = tx.readable(cur)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -631,6 +664,9 @@ func (it *TxIterator) Next() bool {
 		it.finish(false)
 		return false
 	}
+	if it.err = tx.readable(k); it.err != nil {
+		return false
+	}
 	it.cur = it.own(k)
 	it.kv = KeyValue{Key: it.own(k)}
 	if !it.opts.KeysOnly {
@@ -799,7 +835,7 @@ func (tx *Tx) fail(err error) {
 func (tx *Tx) Set(key, value []byte) {
 	if tx.mutation(op{kind: opSet, key: key, value: value}) {
 		w := tx.write(key)
-		w.known, w.present, w.value, w.pending = true, true, bytes.Clone(value), nil
+		w.known, w.present, w.value, w.pending, w.unreadable = true, true, bytes.Clone(value), nil, false
 	}
 }
 
@@ -814,7 +850,7 @@ func (tx *Tx) SetEntry(key, value []byte, o SetOptions) {
 	}
 	if tx.mutation(op{kind: opSet, key: key, value: value, expiry: exp, flags: o.Flags}) {
 		w := tx.write(key)
-		w.known, w.present, w.value, w.pending = true, true, bytes.Clone(value), nil
+		w.known, w.present, w.value, w.pending, w.unreadable = true, true, bytes.Clone(value), nil, false
 	}
 }
 
@@ -822,7 +858,7 @@ func (tx *Tx) SetEntry(key, value []byte, o SetOptions) {
 func (tx *Tx) Clear(key []byte) {
 	if tx.mutation(op{kind: opDelete, key: key}) {
 		w := tx.write(key)
-		w.known, w.present, w.value, w.pending = true, false, nil, nil
+		w.known, w.present, w.value, w.pending, w.unreadable = true, false, nil, nil, false
 	}
 }
 
@@ -841,7 +877,7 @@ func (tx *Tx) ClearRange(begin, end []byte) {
 		if !r.contains(w.key) {
 			return false
 		}
-		w.known, w.present, w.value, w.pending = true, false, nil, nil
+		w.known, w.present, w.value, w.pending, w.unreadable = true, false, nil, nil, false
 		return true
 	})
 	tx.clears = append(tx.clears, r)
@@ -853,6 +889,9 @@ func (tx *Tx) atomic(a atomicOp, key, param []byte) {
 		return
 	}
 	w := tx.write(key)
+	if w.unreadable {
+		return // applied at commit to the versionstamped value
+	}
 	if w.known {
 		nv, del := applyAtomic(a, w.value, w.present, param, tx.db.opts.MaxValueSize)
 		w.value, w.present = nv, !del
@@ -903,7 +942,7 @@ func (tx *Tx) CompareAndClear(key, param []byte) { tx.atomic(atomicCompareAndCle
 // PackWithVersionstamp). The key cannot be read back in the transaction.
 func (tx *Tx) SetVersionstampedKey(key, value []byte) {
 	if len(key) < 4 || int(uint32(key[len(key)-4])|uint32(key[len(key)-3])<<8|uint32(key[len(key)-2])<<16|uint32(key[len(key)-1])<<24)+10 > len(key)-4 {
-		tx.fail(fmt.Errorf("caskade: versionstamp offset outside the key"))
+		tx.fail(fmt.Errorf("%w: versionstamp offset outside the key", ErrInvalidOperation))
 		return
 	}
 	tx.mutation(op{kind: opSetVSKey, key: key, value: value})
@@ -911,17 +950,19 @@ func (tx *Tx) SetVersionstampedKey(key, value []byte) {
 
 // SetVersionstampedValue sets key to value with its placeholder (located
 // by value's last 4 bytes, as for SetVersionstampedKey) replaced by the
-// transaction's versionstamp. Reading key in the transaction afterwards is
-// not supported and returns an error.
+// transaction's versionstamp. Until a Set or Clear of key, reading it in
+// the transaction (Get, or a range read or key selector that reaches it)
+// fails with ErrAccessedUnreadable, as in FoundationDB; atomic operations
+// on it apply at commit to the value with its versionstamp.
 func (tx *Tx) SetVersionstampedValue(key, value []byte) {
 	if len(value) < 4 || int(uint32(value[len(value)-4])|uint32(value[len(value)-3])<<8|uint32(value[len(value)-2])<<16|uint32(value[len(value)-1])<<24)+10 > len(value)-4 {
-		tx.fail(fmt.Errorf("caskade: versionstamp offset outside the value"))
+		tx.fail(fmt.Errorf("%w: versionstamp offset outside the value", ErrInvalidOperation))
 		return
 	}
 	if tx.mutation(op{kind: opSetVSValue, key: key, value: value}) {
 		w := tx.write(key)
-		w.known, w.present, w.value, w.pending = true, true, nil, nil
-		w.value = value[:len(value)-4] // placeholder unfilled until commit
+		// Present, with a value known only at commit.
+		w.known, w.present, w.value, w.pending, w.unreadable = true, true, nil, nil, true
 	}
 }
 
