@@ -153,3 +153,69 @@ func TestRangeReadEndWhileWriting(t *testing.T) {
 		tx.Rollback()
 	}
 }
+
+// Resolving a key selector reads the keys between its bound and its result
+// and no others: FirstGreaterThan(k) and LastLessThan(k) do not depend on k
+// itself, so a write to k does not fail the commit (in FoundationDB
+// neither), while a change between the bound and the result, or to the
+// result, does.
+func TestKeySelectorConflictBounds(t *testing.T) {
+	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone, ExpiryPeriod: -1, MergeInterval: -1})
+	for _, k := range []string{"b", "d", "f"} {
+		db.Set([]byte(k), []byte("v"))
+	}
+	for _, c := range []struct {
+		sel      KeySelector
+		want     string // the resolved key; "<nil>" past the last key
+		written  string
+		conflict bool
+	}{
+		{FirstGreaterThan([]byte("b")), "d", "b", false},
+		{FirstGreaterThan([]byte("b")), "d", "c", true},
+		{FirstGreaterThan([]byte("b")), "d", "d", true},
+		{FirstGreaterThan([]byte("b")), "d", "d\x00", false},
+		{FirstGreaterOrEqual([]byte("c")), "d", "b", false},
+		{FirstGreaterOrEqual([]byte("c")), "d", "c", true},
+		{LastLessThan([]byte("d")), "b", "d", false},
+		{LastLessThan([]byte("d")), "b", "c", true},
+		{LastLessThan([]byte("d")), "b", "b", true},
+		{LastLessThan([]byte("d")), "b", "a", false},
+		{LastLessOrEqual([]byte("d")), "d", "d", true},
+		{LastLessOrEqual([]byte("d")), "d", "d\x00", false},
+		{LastLessOrEqual([]byte("c")).Add(-1), "", "a", true}, // clamped at the start
+		{FirstGreaterThan([]byte("f")), "<nil>", "z", true},   // past the last key
+		{FirstGreaterThan([]byte("b")).Add(1), "f", "e", true},
+		{FirstGreaterThan([]byte("b")).Add(1), "f", "g", false},
+		{LastLessThan(nil), "", "a", false}, // depends on nothing
+	} {
+		name := fmt.Sprintf("%v, write %q", c.sel, c.written)
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tx.GetKey(c.sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := string(got); got == nil && c.want != "<nil>" || got != nil && s != c.want {
+			t.Fatalf("%s: resolved to %q, want %s", name, got, c.want)
+		}
+		tx.Set([]byte("out"), []byte("x"))
+		if err := db.Set([]byte(c.written), []byte("new")); err != nil {
+			t.Fatal(err)
+		}
+		err = tx.Commit()
+		if c.conflict && !errors.Is(err, ErrConflict) {
+			t.Errorf("%s: want a conflict, got %v", name, err)
+		}
+		if !c.conflict && err != nil {
+			t.Errorf("%s: want no conflict, got %v", name, err)
+		}
+		db.Delete([]byte("out"))
+		if c.written == "b" || c.written == "d" || c.written == "f" {
+			db.Set([]byte(c.written), []byte("v"))
+		} else {
+			db.Delete([]byte(c.written))
+		}
+	}
+}

@@ -491,22 +491,31 @@ func (r *TxReader) GetKey(sel KeySelector) ([]byte, error) {
 }
 
 // selectorConflict adds the read conflict range of resolving sel to k (nil:
-// past the last key): the keys between the selector's key and k, both
-// included, whose changes could change the result.
+// past the last key), as FoundationDB does: the keys whose changes could
+// change the result. Those are the keys from the selector's bound (its key,
+// or the key after it with OrEqual) up to and including k for a positive
+// offset, and from k up to the bound for another. The selector's key
+// itself is outside the range unless OrEqual: whether it exists does not
+// change what FirstGreaterThan or LastLessThan select.
 func (r *TxReader) selectorConflict(sel KeySelector, k []byte) {
 	if !r.records() {
 		return
 	}
-	lo, hi := bytes.Clone(sel.Key), keyAfter(bytes.Clone(sel.Key))
-	switch {
-	case k == nil:
-		hi = nil
-	case bytes.Compare(k, lo) < 0:
-		lo = bytes.Clone(k)
-	default:
-		hi = keyAfter(bytes.Clone(k))
+	bound := append([]byte{}, sel.Key...)
+	if sel.OrEqual {
+		bound = keyAfter(bound)
 	}
-	r.conflict(keyRange{lo, hi})
+	kr := keyRange{bound, nil}
+	switch {
+	case sel.Offset <= 0:
+		kr = keyRange{bytes.Clone(k), bound} // k <= bound: never past the last key
+	case k != nil:
+		kr.end = keyAfter(bytes.Clone(k))
+	}
+	if kr.end != nil && bytes.Compare(kr.begin, kr.end) >= 0 {
+		return // the result depends on no key: LastLessThan of the empty key
+	}
+	r.conflict(kr)
 }
 
 // GetRange returns the pairs between two key selectors.
