@@ -1,9 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -318,4 +328,132 @@ func TestRedisCommandsInMetrics(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// writeCert writes a self-signed certificate for 127.0.0.1, valid from
+// notBefore to notAfter, and its key into dir.
+func writeCert(t *testing.T, dir, name string, notBefore, notAfter time.Time) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pool = x509.NewCertPool()
+	pool.AppendCertsFromPEM(certPEM)
+	return certFile, keyFile, pool
+}
+
+func TestServeTLS(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	cert, key, pool := writeCert(t, dir, "ok", now.Add(-time.Hour), now.Add(time.Hour))
+	r, err := start(t, "--dir", filepath.Join(dir, "d"), "--redis-addr", "", "--tls-addr", "127.0.0.1:0",
+		"--tls-cert", cert, "--tls-key", key, "--requirepass", "pw", "--maxclients", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.log.String(), "network=tls") {
+		t.Errorf("the log does not say which listener is TLS:\n%s", r.log.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tlsConf := &tls.Config{RootCAs: pool}
+	a := goredis.NewClient(&goredis.Options{Addr: r.addr, Password: "pw", TLSConfig: tlsConf, PoolSize: 1})
+	defer a.Close()
+	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+	if err := a.Set(ctx, "big", big, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := a.Get(ctx, "big").Result(); err != nil || v != big {
+		t.Fatalf("GET big over TLS: %d bytes, %v", len(v), err)
+	}
+
+	// The only client slot is taken. A connection that never starts its
+	// TLS handshake is refused, and while its refusal waits for the
+	// handshake, the next client is still accepted and refused at once:
+	// the accept loop does not wait for the handshake.
+	idle, err := net.Dial("tcp", r.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	next, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", r.addr, tlsConf)
+	if err != nil {
+		t.Fatalf("a client over the limit: %v (the accept loop waits for a connection that sends nothing?)", err)
+	}
+	defer next.Close()
+	next.SetDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReader(next).ReadString('\n')
+	if err != nil || line != "-ERR max number of clients reached\r\n" {
+		t.Fatalf("a client over the limit got %q, %v (the accept loop waits for a connection that sends nothing?)", line, err)
+	}
+	// The idle connection is closed (its refusal has a deadline).
+	idle.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := idle.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the refused idle connection was not closed: %d, %v", n, err)
+	}
+	a.Close()
+
+	// A plain-text client on the TLS port fails cleanly, and the server
+	// goes on serving TLS clients (once the first client's slot is free).
+	plain := goredis.NewClient(&goredis.Options{Addr: r.addr, Password: "pw", MaxRetries: -1})
+	defer plain.Close()
+	if err := plain.Ping(ctx).Err(); err == nil {
+		t.Fatal("PING in plain text on the TLS port succeeded")
+	}
+	b := goredis.NewClient(&goredis.Options{Addr: r.addr, Password: "pw", TLSConfig: tlsConf, MaxRetries: -1})
+	defer b.Close()
+	for {
+		err := b.Ping(ctx).Err()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil || !strings.Contains(err.Error(), "max number of clients") {
+			t.Fatalf("PING over TLS after the others left: %v", err)
+		}
+	}
+	r.stop(t)
+
+	// A certificate that has expired, or is not valid yet, is refused
+	// at startup with a clear reason.
+	for _, tc := range []struct {
+		name          string
+		before, after time.Time
+		want          string
+	}{
+		{"expired", now.Add(-48 * time.Hour), now.Add(-24 * time.Hour), "the certificate expired at"},
+		{"future", now.Add(24 * time.Hour), now.Add(48 * time.Hour), "the certificate is not valid before"},
+	} {
+		cert, key, _ := writeCert(t, dir, tc.name, tc.before, tc.after)
+		_, err := start(t, "--dir", filepath.Join(dir, "d"), "--redis-addr", "", "--tls-addr", "127.0.0.1:0",
+			"--tls-cert", cert, "--tls-key", key)
+		if err == nil || !strings.Contains(err.Error(), "--tls-cert "+cert+": "+tc.want) {
+			t.Errorf("serve with an %s certificate: %v", tc.name, err)
+		}
+	}
 }

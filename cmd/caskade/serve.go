@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -281,6 +282,7 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 	}
 
 	var listeners []net.Listener
+	var tlsListener net.Listener
 	fail := func(err error) error {
 		for _, l := range listeners {
 			l.Close()
@@ -306,15 +308,16 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		listeners = append(listeners, l)
 	}
 	if cfg.tlsAddr != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
+		cert, err := loadCert(cfg.tlsCert, cfg.tlsKey, time.Now())
 		if err != nil {
-			return fail(fmt.Errorf("--tls-cert/--tls-key: %w", err))
+			return fail(err)
 		}
 		l, err := net.Listen("tcp", cfg.tlsAddr)
 		if err != nil {
 			return fail(fmt.Errorf("--tls-addr: %w", err))
 		}
-		listeners = append(listeners, tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
+		tlsListener = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		listeners = append(listeners, tlsListener)
 	}
 	mc := &memcache.Server{DB: db, MaxConns: cfg.maxclients, IdleTimeout: srv.IdleTimeout, Password: cfg.requirepass, Logger: log, Metrics: m, EventLoops: cfg.eventLoops}
 	web := &httpapi.Server{DB: db, Password: cfg.requirepass, EnablePprof: cfg.pprof, Logger: log, Metrics: m}
@@ -356,7 +359,11 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 			log.Info("caskade: serving HTTP", "addr", l.Addr().String())
 			go func() { errc <- ignoreClosed(web.Serve(l)) }()
 		default:
-			log.Info("caskade: serving the Redis protocol", "addr", l.Addr().String(), "network", l.Addr().Network())
+			network := l.Addr().Network()
+			if l == tlsListener {
+				network = "tls"
+			}
+			log.Info("caskade: serving the Redis protocol", "addr", l.Addr().String(), "network", network)
 			go func() { errc <- srv.Serve(l) }()
 		}
 	}
@@ -397,6 +404,28 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		return fmt.Errorf("serve: %w", serveErr)
 	}
 	return nil
+}
+
+// loadCert loads the TLS certificate and key, and refuses a certificate
+// that is not valid at now: every client that verifies it would fail.
+func loadCert(certFile, keyFile string, now time.Time) (tls.Certificate, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return cert, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+	}
+	leaf := cert.Leaf
+	if leaf == nil {
+		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+			return cert, fmt.Errorf("--tls-cert %s: %w", certFile, err)
+		}
+	}
+	switch {
+	case now.After(leaf.NotAfter):
+		return cert, fmt.Errorf("--tls-cert %s: the certificate expired at %s", certFile, leaf.NotAfter.UTC().Format(time.RFC3339))
+	case now.Before(leaf.NotBefore):
+		return cert, fmt.Errorf("--tls-cert %s: the certificate is not valid before %s", certFile, leaf.NotBefore.UTC().Format(time.RFC3339))
+	}
+	return cert, nil
 }
 
 // ignoreClosed turns the error a server returns after Shutdown into nil.

@@ -305,10 +305,8 @@ func (s *Server) accept(nc net.Conn) {
 	s.stats.connections.Add(1)
 	if s.protectedRefuses(nc.RemoteAddr()) {
 		s.stats.rejected.Add(1)
-		nc.SetWriteDeadline(time.Now().Add(time.Second))
-		nc.Write([]byte(deniedProtectedMode))
-		nc.Close()
 		s.log.Warn("redis: refused a non-loopback client in protected mode", "addr", addrString(nc.RemoteAddr()))
+		refuse(nc, deniedProtectedMode)
 		return
 	}
 	s.cfg.mu.RLock()
@@ -317,9 +315,7 @@ func (s *Server) accept(nc net.Conn) {
 	if s.nclients.Load() >= int64(maxc) {
 		s.stats.rejected.Add(1)
 		s.Metrics.ConnRejected(metrics.ProtocolRedis)
-		nc.SetWriteDeadline(time.Now().Add(time.Second))
-		nc.Write([]byte("-ERR max number of clients reached\r\n"))
-		nc.Close()
+		refuse(nc, "-ERR max number of clients reached\r\n")
 		return
 	}
 	c := newClient(s, nc)
@@ -346,6 +342,18 @@ func (s *Server) accept(nc net.Conn) {
 	if c.lc == nil || !s.attach(c) {
 		go c.serve()
 	}
+}
+
+// refuse sends a refused connection its error and closes it, on a
+// goroutine of its own and within a second: on a TLS connection the write
+// first runs the handshake, which waits for the client, so a client that
+// connects and sends nothing would otherwise stop the accept loop.
+func refuse(nc net.Conn, reply string) {
+	go func() {
+		nc.SetDeadline(time.Now().Add(time.Second))
+		nc.Write([]byte(reply))
+		nc.Close()
+	}()
 }
 
 // ServeConn serves one already accepted connection on the calling
