@@ -457,3 +457,51 @@ func TestServeTLS(t *testing.T) {
 		}
 	}
 }
+
+func TestServeUnixSocketPaths(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "r.sock")
+	// A stale socket, as a killed server leaves it, is replaced.
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close()
+	if _, err := os.Lstat(sock); err != nil {
+		t.Fatal(err)
+	}
+	r, err := start(t, "--dir", filepath.Join(dir, "d1"), "--redis-addr", "", "--redis-socket", sock)
+	if err != nil {
+		t.Fatalf("serve over a stale socket: %v", err)
+	}
+	// A live one is not taken over by a second server (on another
+	// directory): the first server stays reachable.
+	_, err = start(t, "--dir", filepath.Join(dir, "d2"), "--redis-addr", "", "--redis-socket", sock)
+	if err == nil || !strings.Contains(err.Error(), "--redis-socket: "+sock+" is in use") {
+		t.Fatalf("second server on a live socket: %v", err)
+	}
+	rdb := goredis.NewClient(&goredis.Options{Network: "unix", Addr: sock})
+	defer rdb.Close()
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("PING the first server after the second tried its socket: %v", err)
+	}
+	r.stop(t)
+
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("not a socket"), 0o644)
+	long := filepath.Join(dir, strings.Repeat("s", 120)+".sock")
+	for _, tc := range []struct{ path, want string }{
+		{file, file + " exists and is not a socket"},
+		{long, "path too long for a unix socket"},
+		{filepath.Join(dir, "missing", "r.sock"), "no such file or directory"},
+	} {
+		_, err := start(t, "--dir", filepath.Join(dir, "d3"), "--redis-addr", "", "--redis-socket", tc.path)
+		if err == nil || !strings.HasPrefix(err.Error(), "--redis-socket: ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--redis-socket %s: %v, want an error containing %q", tc.path, err, tc.want)
+		}
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "not a socket" {
+		t.Fatalf("the file at the socket path was changed: %q %v", b, err)
+	}
+}

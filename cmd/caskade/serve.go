@@ -18,6 +18,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/caskade/caskade"
@@ -298,10 +299,7 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		listeners = append(listeners, l)
 	}
 	if cfg.redisSocket != "" {
-		if fi, err := os.Lstat(cfg.redisSocket); err == nil && fi.Mode()&fs.ModeSocket != 0 {
-			os.Remove(cfg.redisSocket) // a stale socket of an earlier run
-		}
-		l, err := net.Listen("unix", cfg.redisSocket)
+		l, err := listenUnix(cfg.redisSocket)
 		if err != nil {
 			return fail(fmt.Errorf("--redis-socket: %w", err))
 		}
@@ -404,6 +402,34 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		return fmt.Errorf("serve: %w", serveErr)
 	}
 	return nil
+}
+
+// maxSocketPath is the longest path a unix socket can be bound to.
+var maxSocketPath = len(syscall.RawSockaddrUnix{}.Path) - 1
+
+// listenUnix listens on the unix socket path. A socket file already there
+// is removed only if nothing accepts connections on it (a stale socket left
+// by a server that was killed); a live one belongs to another server.
+func listenUnix(path string) (net.Listener, error) {
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("%s: path too long for a unix socket (%d bytes, at most %d)", path, len(path), maxSocketPath)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&fs.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		c, err := net.DialTimeout("unix", path, time.Second)
+		switch {
+		case err == nil:
+			c.Close()
+			return nil, fmt.Errorf("%s is in use: another server is listening on it", path)
+		case errors.Is(err, syscall.ECONNREFUSED):
+			os.Remove(path) // a stale socket of an earlier run
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("%s exists and cannot be checked for a running server: %w", path, err)
+		}
+	}
+	return net.Listen("unix", path)
 }
 
 // loadCert loads the TLS certificate and key, and refuses a certificate
