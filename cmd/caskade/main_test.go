@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -503,5 +504,38 @@ func TestServeUnixSocketPaths(t *testing.T) {
 	}
 	if b, err := os.ReadFile(file); err != nil || string(b) != "not a socket" {
 		t.Fatalf("the file at the socket path was changed: %q %v", b, err)
+	}
+}
+
+func TestServeConfigFileValues(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "caskade.conf")
+	for _, tc := range []struct{ file, want string }{
+		{"# settings\n\ndatabases abc\n", "config file " + conf + `:3: databases "abc": `},
+		{"help true\n", `unknown setting "help"`},
+		{"pprof maybe\n", "config file " + conf + `:1: pprof "maybe": `},
+	} {
+		os.WriteFile(conf, []byte(tc.file), 0o644)
+		_, err := start(t, "--dir", filepath.Join(dir, "d"), "--redis-addr", "127.0.0.1:0", "--config", conf)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("config %q: %v, want an error containing %q", tc.file, err, tc.want)
+		}
+	}
+	// Booleans take yes and no, as in redis.conf, in the file and the
+	// environment.
+	for _, env := range []string{"", "yes", "no"} {
+		os.WriteFile(conf, []byte("pprof yes\n"), 0o644)
+		if env != "" {
+			t.Setenv("CASKADE_PPROF", env)
+		}
+		root := newServeCmd(&hooks{})
+		root.ParseFlags([]string{"--config", conf})
+		if err := applyEnvAndFile(root.Flags()); err != nil {
+			t.Fatalf("CASKADE_PPROF=%q: %v", env, err)
+		}
+		want := env != "no"
+		if got := root.Flags().Lookup("pprof").Value.String(); got != strconv.FormatBool(want) {
+			t.Errorf("CASKADE_PPROF=%q, pprof yes in the file: pprof = %s, want %v", env, got, want)
+		}
 	}
 }

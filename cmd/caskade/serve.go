@@ -153,7 +153,7 @@ func envName(flag string) string {
 // applyEnvAndFile sets every flag not given on the command line from the
 // environment, or else from the config file.
 func applyEnvAndFile(fs *pflag.FlagSet) error {
-	var fileVals map[string]string
+	var fileVals map[string]setting
 	cf := fs.Lookup("config")
 	if !cf.Changed {
 		if v, ok := os.LookupEnv(envName("config")); ok {
@@ -170,32 +170,52 @@ func applyEnvAndFile(fs *pflag.FlagSet) error {
 	}
 	var err error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Changed || f.Name == "config" {
+		if err != nil || f.Changed || f.Name == "config" || f.Name == "help" {
 			return
 		}
 		if v, ok := os.LookupEnv(envName(f.Name)); ok {
-			if e := f.Value.Set(v); e != nil {
+			if e := setFlag(f, v); e != nil {
 				err = fmt.Errorf("environment %s=%q: %v", envName(f.Name), v, e)
 			}
 			return
 		}
 		if v, ok := fileVals[f.Name]; ok {
-			if e := f.Value.Set(v); e != nil {
-				err = fmt.Errorf("config file: %s %q: %v", f.Name, v, e)
+			if e := setFlag(f, v.val); e != nil {
+				err = fmt.Errorf("config file %s:%d: %s %q: %v", cf.Value.String(), v.line, f.Name, v.val, e)
 			}
 		}
 	})
 	return err
 }
 
+// setFlag sets f from the environment or the config file, where a boolean
+// may also be yes or no, as in redis.conf.
+func setFlag(f *pflag.Flag, v string) error {
+	if f.Value.Type() == "bool" {
+		switch strings.ToLower(v) {
+		case "yes":
+			v = "true"
+		case "no":
+			v = "false"
+		}
+	}
+	return f.Value.Set(v)
+}
+
+// setting is a value from the config file and its line number.
+type setting struct {
+	val  string
+	line int
+}
+
 // readConfigFile reads "name value" lines.
-func readConfigFile(path string, fs *pflag.FlagSet) (map[string]string, error) {
+func readConfigFile(path string, fs *pflag.FlagSet) (map[string]setting, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("config file: %w", err)
 	}
 	defer f.Close()
-	vals := map[string]string{}
+	vals := map[string]setting{}
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -215,10 +235,10 @@ func readConfigFile(path string, fs *pflag.FlagSet) (map[string]string, error) {
 			}
 			val = uq
 		}
-		if name == "config" || fs.Lookup(name) == nil {
+		if name == "config" || name == "help" || fs.Lookup(name) == nil {
 			return nil, fmt.Errorf("config file %s:%d: unknown setting %q", path, n, name)
 		}
-		vals[name] = val
+		vals[name] = setting{val, n}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("config file %s: %w", path, err)
