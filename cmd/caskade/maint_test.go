@@ -621,7 +621,14 @@ func TestIsTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	for _, w := range []any{&bytes.Buffer{}, null, f, (*os.File)(nil)} {
+	ws := []any{&bytes.Buffer{}, null, f, (*os.File)(nil)}
+	// Other character devices are not terminals either: a dump written to
+	// one is not refused, and no progress bar is drawn into it.
+	if full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0); err == nil {
+		defer full.Close()
+		ws = append(ws, full)
+	}
+	for _, w := range ws {
 		if isTerminal(w) {
 			t.Errorf("isTerminal(%T %v) = true", w, w)
 		}

@@ -7,23 +7,18 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 )
 
-// isTerminal reports whether w is a terminal: an *os.File that is a
-// character device other than the null device.
+// isTerminal reports whether w is a terminal: an *os.File the terminal
+// ioctl works on (other character devices, such as /dev/null or /dev/full,
+// are not terminals).
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok || f == nil {
 		return false
 	}
-	fi, err := f.Stat()
-	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return false
-	}
-	if null, err := os.Stat(os.DevNull); err == nil && os.SameFile(fi, null) {
-		return false
-	}
-	return true
+	return term.IsTerminal(int(f.Fd()))
 }
 
 // progress is a progress bar on stderr, or nothing when stderr is not a
