@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -242,6 +243,10 @@ func Restore(ctx context.Context, src, dir string, opts *RestoreOptions) error {
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("caskade: restore: %w", err)
 	}
+	// Force would remove the backup's own files before copying them.
+	if sameDir(fsys, src, dir) {
+		return fmt.Errorf("caskade: restore: %s and %s are the same directory: a backup cannot be restored onto itself", src, dir)
+	}
 	lock, err := fsys.Lock(filepath.Join(dir, LockFileName))
 	if err != nil {
 		if errors.Is(err, vfs.ErrLocked) {
@@ -265,6 +270,19 @@ func Restore(ctx context.Context, src, dir string, opts *RestoreOptions) error {
 		return err
 	}
 	return nil
+}
+
+// sameDir reports whether a and b name the same directory.
+func sameDir(fsys vfs.FS, a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ai, err := fsys.Stat(a)
+	if err != nil {
+		return false
+	}
+	bi, err := fsys.Stat(b)
+	return err == nil && os.SameFile(ai, bi)
 }
 
 // restoreFiles copies the files of a backup into dir under temporary

@@ -352,13 +352,30 @@ func TestBackupRestore(t *testing.T) {
 	mustRun(t, "restore", "--force", dest, other)
 	sameContents(t, "forced restore", contents(t, other), want)
 
+	// Restoring a backup onto itself, however the two paths are spelled,
+	// is refused: --force would remove the backup's files before copying
+	// them. The backup stays whole.
+	alias := filepath.Join(t.TempDir(), "alias")
+	if err := os.Symlink(dest, alias); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{dest, dest + "/.", alias} {
+		r := run(t, nil, nil, "restore", "--force", dest, target)
+		if r.err == nil || !strings.Contains(r.err.Error(), "are the same directory") {
+			t.Errorf("restore --force %s %s: %v, want a refusal", dest, target, r.err)
+		}
+	}
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	mustRun(t, "restore", dest, fresh)
+	sameContents(t, "restored after the refused restores onto the backup", contents(t, fresh), want)
+
 	// A damaged backup is refused and installs nothing.
 	names, _ := filepath.Glob(filepath.Join(dest, "*.data"))
 	if len(names) == 0 {
 		t.Fatal("backup has no data files")
 	}
 	flipByte(t, names[0], 100)
-	fresh := filepath.Join(t.TempDir(), "fresh")
+	fresh = filepath.Join(t.TempDir(), "fresh")
 	if r := run(t, nil, nil, "restore", dest, fresh); r.err == nil || !errors.Is(r.err, caskade.ErrCorrupt) {
 		t.Errorf("restore of a damaged backup: %v, want ErrCorrupt", r.err)
 	}
