@@ -27,7 +27,8 @@
 // The config file has one setting per line, "name value", as in
 // redis.conf: the name is a flag name without the dashes, the value is the
 // rest of the line (surrounding blanks removed; wrap it in double quotes to
-// keep blanks or to give an empty value, as in redis-addr ""). Blank lines
+// keep blanks or to give an empty value, as in redis-addr ""); a boolean
+// is true or false, or yes or no, there and in the environment. Blank lines
 // and lines starting with # are ignored. For example:
 //
 //	# caskade.conf
