@@ -326,9 +326,14 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		listeners = append(listeners, l)
 	}
 	if cfg.tlsAddr != "" {
-		cert, err := loadCert(cfg.tlsCert, cfg.tlsKey, time.Now())
+		cert, warning, err := loadCert(cfg.tlsCert, cfg.tlsKey, time.Now())
 		if err != nil {
 			return fail(err)
+		}
+		if warning != "" {
+			// Served anyway: refusing to start would also cut off the
+			// clients that do not verify, and a restart to renew it.
+			log.Warn("caskade: " + warning)
 		}
 		l, err := net.Listen("tcp", cfg.tlsAddr)
 		if err != nil {
@@ -452,26 +457,26 @@ func listenUnix(path string) (net.Listener, error) {
 	return net.Listen("unix", path)
 }
 
-// loadCert loads the TLS certificate and key, and refuses a certificate
-// that is not valid at now: every client that verifies it would fail.
-func loadCert(certFile, keyFile string, now time.Time) (tls.Certificate, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+// loadCert loads the TLS certificate and key. A certificate that is not
+// valid at now gives a warning: every client that verifies it will fail.
+func loadCert(certFile, keyFile string, now time.Time) (cert tls.Certificate, warning string, err error) {
+	cert, err = tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
-		return cert, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		return cert, "", fmt.Errorf("--tls-cert/--tls-key: %w", err)
 	}
 	leaf := cert.Leaf
 	if leaf == nil {
 		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
-			return cert, fmt.Errorf("--tls-cert %s: %w", certFile, err)
+			return cert, "", fmt.Errorf("--tls-cert %s: %w", certFile, err)
 		}
 	}
 	switch {
 	case now.After(leaf.NotAfter):
-		return cert, fmt.Errorf("--tls-cert %s: the certificate expired at %s", certFile, leaf.NotAfter.UTC().Format(time.RFC3339))
+		warning = fmt.Sprintf("--tls-cert %s: the certificate expired at %s; clients that verify it will refuse it", certFile, leaf.NotAfter.UTC().Format(time.RFC3339))
 	case now.Before(leaf.NotBefore):
-		return cert, fmt.Errorf("--tls-cert %s: the certificate is not valid before %s", certFile, leaf.NotBefore.UTC().Format(time.RFC3339))
+		warning = fmt.Sprintf("--tls-cert %s: the certificate is not valid before %s; clients that verify it will refuse it", certFile, leaf.NotBefore.UTC().Format(time.RFC3339))
 	}
-	return cert, nil
+	return cert, warning, nil
 }
 
 // ignoreClosed turns the error a server returns after Shutdown into nil.
