@@ -38,10 +38,10 @@ type cliError struct {
 func (e *cliError) Error() string { return e.msg }
 func (e *cliError) Unwrap() error { return e.err }
 
-// reason returns err's message without the "caskade: " prefix that main
-// prints anyway.
+// reason returns err's message without the "caskade: " prefixes of its
+// wrapped errors ("caskade: merge: caskade: corrupt ..."): main prints one.
 func reason(err error) string {
-	return strings.TrimPrefix(err.Error(), "caskade: ")
+	return strings.ReplaceAll(err.Error(), "caskade: ", "")
 }
 
 // wrapf returns "what: cause" as a one-line error wrapping err, where an
@@ -193,6 +193,10 @@ func runMerge(ctx context.Context, m *maint, dir string) error {
 	wg.Wait()
 	pb.done()
 	cerr := db.Close()
+	if errors.Is(err, caskade.ErrCorrupt) {
+		return &cliError{msg: fmt.Sprintf("merge %s: %s (caskade check %s shows the damage; --repair DEST writes a salvaged copy)",
+			dir, reason(err), dir), err: err}
+	}
 	if err != nil {
 		return wrapf(err, dir, "merge %s", dir)
 	}

@@ -177,6 +177,40 @@ func dataBytes(t *testing.T, dir string) int64 {
 // ANSI escape sequences.
 var progressChars = regexp.MustCompile("\r|\x1b\\[")
 
+// Damage that open does not see (the hint file is intact) stops merge with
+// one line that points to check, without the engine's nested prefixes.
+func TestMergeOfDamagedData(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone, MaxFileSize: 8 << 10, MergeInterval: -1})
+	for i := range 300 {
+		if err := db.Set(fmt.Appendf(nil, "key-%04d", i), fmt.Appendf(nil, "value-%04d-%s", i, strings.Repeat("v", 50))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "0000000001.data")
+	b, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(b, []byte("value-0010-"))
+	if at < 0 {
+		t.Fatalf("%s does not hold key-0010's value", data)
+	}
+	flipByte(t, data, int64(at+5))
+	r := run(t, nil, nil, "merge", dir)
+	if r.err == nil || !errors.Is(r.err, caskade.ErrCorrupt) {
+		t.Fatalf("merge of damaged data: %v, want ErrCorrupt", r.err)
+	}
+	msg := r.err.Error()
+	if !strings.HasPrefix(msg, "merge "+dir+": ") || strings.Contains(msg, "caskade: ") ||
+		!strings.Contains(msg, "caskade check "+dir+" shows the damage") {
+		t.Errorf("merge of damaged data: %q, want one line starting %q, pointing to check, with no nested caskade: prefix", msg, "merge "+dir+": ")
+	}
+}
+
 func TestMergeShrinksAndKeepsLiveKeys(t *testing.T) {
 	dir := t.TempDir()
 	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone, MaxFileSize: 8 << 10, MergeInterval: -1})
