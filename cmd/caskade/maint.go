@@ -81,6 +81,34 @@ func requireDir(dir string) error {
 	return nil
 }
 
+// requireDatabase fails unless dir is an existing directory that holds a
+// caskade database (or a backup of one): a lock file, a manifest or a data
+// or hint file. A mistyped path to another directory would otherwise be
+// checked as an empty database with "no damage", or get a lock file.
+func requireDatabase(dir string) error {
+	if err := requireDir(dir); err != nil {
+		return err
+	}
+	for _, pattern := range []string{caskade.LockFileName, caskade.ManifestName, "*.data", "*.hint"} {
+		if m, _ := filepath.Glob(filepath.Join(globEscape(dir), pattern)); len(m) > 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s holds no caskade database (no lock, data or hint file)", dir)
+}
+
+// globEscape quotes the pattern characters of a path for filepath.Glob.
+func globEscape(path string) string {
+	var b strings.Builder
+	for _, r := range path {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // maint is what every maintenance command shares: its log, its outputs
 // and whether it shows progress bars.
 type maint struct {
@@ -155,7 +183,7 @@ A running server merges on its own (and on BGREWRITEAOF).`,
 }
 
 func runMerge(ctx context.Context, m *maint, dir string) error {
-	if err := requireDir(dir); err != nil {
+	if err := requireDatabase(dir); err != nil {
 		return err
 	}
 	db, err := caskade.Open(dir, &caskade.Options{Logger: m.log, MergeInterval: -1, ExpiryPeriod: -1})
@@ -247,7 +275,7 @@ into a new directory under DIR/backups.`,
 }
 
 func runBackup(ctx context.Context, m *maint, dir, dest string, opts *caskade.BackupOptions) error {
-	if err := requireDir(dir); err != nil {
+	if err := requireDatabase(dir); err != nil {
 		return err
 	}
 	if opts.Workers < 0 {
@@ -347,7 +375,7 @@ value, expiry and flags. DIR is never changed.
 }
 
 func runCheck(ctx context.Context, m *maint, dir, repair string) error {
-	if err := requireDir(dir); err != nil {
+	if err := requireDatabase(dir); err != nil {
 		return err
 	}
 	pb := m.progress(0, "checking", false, false)
@@ -416,7 +444,7 @@ which appears only once the dump is complete. It opens DIR read-only.
 }
 
 func runDump(ctx context.Context, m *maint, stdout io.Writer, dir, output string) (err error) {
-	if err := requireDir(dir); err != nil {
+	if err := requireDatabase(dir); err != nil {
 		return err
 	}
 	if output == "" && isTerminal(stdout) {

@@ -258,13 +258,38 @@ func TestMergeShrinksAndKeepsLiveKeys(t *testing.T) {
 	}
 }
 
+// A directory that holds no database (a mistyped path) is refused rather
+// than checked as an empty database with "no damage", or given a lock file.
+func TestMaintenanceRefusesADirectoryWithoutADatabase(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644)
+	for _, args := range [][]string{
+		{"merge", dir},
+		{"backup", dir, filepath.Join(t.TempDir(), "b")},
+		{"check", dir},
+		{"dump", dir, "-o", filepath.Join(t.TempDir(), "dump")},
+	} {
+		r := run(t, nil, nil, args...)
+		if want := dir + " holds no caskade database (no lock, data or hint file)"; r.err == nil || r.err.Error() != want {
+			t.Errorf("caskade %s: %v, want %q", strings.Join(args, " "), r.err, want)
+		}
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 1 {
+		t.Errorf("the refused commands left files in %s: %v", dir, names)
+	}
+}
+
 func TestMaintenanceRefusesADirectoryInUse(t *testing.T) {
 	dir := t.TempDir()
 	db := openDB(t, dir, nil)
 	write(t, db, map[string]entry{"k": {val: "v"}})
 	dump := filepath.Join(t.TempDir(), "dump")
 	backup := t.TempDir()
-	mustRun(t, "backup", t.TempDir(), backup) // an empty but valid backup to restore
+	empty := t.TempDir()
+	if err := openDB(t, empty, nil).Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "backup", empty, backup) // an empty but valid backup to restore
 	tests := [][]string{
 		{"merge", dir},
 		{"backup", dir, filepath.Join(t.TempDir(), "b")},
