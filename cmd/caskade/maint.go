@@ -430,8 +430,9 @@ value, expiry and flags, as a caskade dump stream: a header line
 "caskade-dump 1", then one CRC-checked frame per pair, then an end frame
 with the pair count (see the caskade package for the format). Load reads it.
 
-It writes to standard output (never to a terminal), or with -o to FILE,
-which appears only once the dump is complete. It opens DIR read-only.
+It writes to standard output (never to a terminal; also with -o -), or
+with -o to FILE, which appears only once the dump is complete, with mode
+0600 as it holds every value. It opens DIR read-only.
 ` + lockNote,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -446,6 +447,9 @@ which appears only once the dump is complete. It opens DIR read-only.
 func runDump(ctx context.Context, m *maint, stdout io.Writer, dir, output string) (err error) {
 	if err := requireDatabase(dir); err != nil {
 		return err
+	}
+	if output == "-" {
+		output = "" // standard output, as the convention goes
 	}
 	if output == "" && isTerminal(stdout) {
 		return errors.New("dump: refusing to write a binary dump to a terminal (use -o FILE or redirect standard output)")
@@ -547,6 +551,9 @@ func runLoad(ctx context.Context, m *maint, stdin io.Reader, dir, input string, 
 	}
 	var size int64
 	r := stdin
+	if input == "-" {
+		input = "" // standard input
+	}
 	if input != "" {
 		f, err := os.Open(input)
 		if err != nil {

@@ -618,11 +618,22 @@ func TestDumpLoadRoundTrip(t *testing.T) {
 	if r.stdout != string(fromFile) {
 		t.Errorf("dump to stdout (%d bytes) differs from dump -o (%d bytes)", len(r.stdout), len(fromFile))
 	}
+	if dash := mustRun(t, "dump", dir, "-o", "-"); dash.stdout != r.stdout {
+		t.Errorf("dump -o - wrote %d bytes to stdout, want the %d of dump", len(dash.stdout), len(r.stdout))
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("dump -o made %v (%v), want mode 0600: it holds every value", fi.Mode(), err)
+	}
 	piped := filepath.Join(t.TempDir(), "piped")
 	if lr := run(t, nil, strings.NewReader(r.stdout), "load", piped); lr.err != nil {
 		t.Fatalf("load from stdin: %v", lr.err)
 	}
 	sameContents(t, "loaded from stdin", contents(t, piped), want)
+	dashed := filepath.Join(t.TempDir(), "dashed")
+	if lr := run(t, nil, strings.NewReader(r.stdout), "load", dashed, "-i", "-"); lr.err != nil {
+		t.Fatalf("load -i -: %v", lr.err)
+	}
+	sameContents(t, "loaded with -i -", contents(t, dashed), want)
 
 	// A cut stream fails with a one-line reason; the batches before stay.
 	cut := filepath.Join(t.TempDir(), "cut")
