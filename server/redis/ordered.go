@@ -135,6 +135,9 @@ func (c *client) execTx(cmd *command, args [][]byte, fn cmdFunc) {
 		c.st.begin(c.s.DB, false) // only for its key-encoding arena
 		fn(c, args)
 		c.st.end()
+		if c.trk.on && cmd.has(fReadonly) {
+			c.s.track.snapshotRead(c, cmd, args)
+		}
 	}
 	c.trk.afterCommand(cmd, false)
 }
@@ -726,6 +729,9 @@ func cmdCskSnapshot(c *client, args [][]byte) {
 	txHandler(cmd.name)(c, inner)
 	c.tx.snap = false
 	c.cur = outer
+	if c.trk.on {
+		c.s.track.snapshotRead(c, cmd, inner)
+	}
 }
 
 // txWrote records a user key the transaction writes.

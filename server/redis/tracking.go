@@ -152,6 +152,31 @@ func (t *tracker) remember(c *client, cmd *command, args [][]byte) {
 	t.mu.Unlock()
 }
 
+// snapshotRead follows a read that a CSK transaction served from its
+// snapshot: a change committed after the snapshot but before remember
+// registered the key (acknowledged, perhaps, before the read was even
+// sent) would otherwise never be invalidated, and the client would cache
+// the snapshot's value until the key next changes. The invalidation goes
+// after the read's reply, so the client drops what it just cached.
+func (t *tracker) snapshotRead(c *client, cmd *command, args [][]byte) {
+	if !c.trk.bcast && !c.trk.wants() {
+		return
+	}
+	idx := cmd.keyIndexes(args, nil)
+	if len(idx) == 0 {
+		return
+	}
+	keys := make([][]byte, len(idx))
+	for i, j := range idx {
+		keys[i] = args[j]
+	}
+	t.mu.Lock()
+	if _, ok := t.clients[c]; ok {
+		t.send(c, keys, false)
+	}
+	t.mu.Unlock()
+}
+
 // totals returns the number of tracked keys and of (key, client) items.
 func (t *tracker) totals() (keys, items, prefixes int) {
 	t.mu.Lock()

@@ -199,3 +199,32 @@ func TestInvalidationBeforeLaterReplies(t *testing.T) {
 		tr.expect("$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n+PONG\r\n")
 	}
 }
+
+// TestTrackingCSKSnapshotRead: a read inside a CSK transaction answers
+// from the transaction's snapshot, which may predate a write already
+// acknowledged to another client; the key was not tracked then, so the
+// write sent no invalidation. The read's reply is therefore followed by
+// an invalidation of its keys, or the client would cache the snapshot's
+// value until the key next changed.
+func TestTrackingCSKSnapshotRead(t *testing.T) {
+	ts := startServer(t, nil)
+	tr, other := ts.dial(), ts.dial()
+	tr.send(cmd("HELLO", "3"))
+	if _, err := readRawReply(tr.br, nil); err != nil {
+		t.Fatal(err)
+	}
+	other.do(cmd("SET", "k", "v1"), "+OK\r\n")
+	other.do(cmd("SET", "j", "w1"), "+OK\r\n")
+	tr.do(cmd("CLIENT", "TRACKING", "ON"), "+OK\r\n")
+	tr.do(cmd("CSK.BEGIN"), "+OK\r\n")
+	tr.do(cmd("GET", "other"), "_\r\n") // the snapshot is taken by now
+	tr.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$5\r\nother\r\n")
+	other.do(cmd("SET", "k", "v2"), "+OK\r\n")
+	other.do(cmd("SET", "j", "w2"), "+OK\r\n")
+	tr.do(cmd("GET", "k"), "$2\r\nv1\r\n")
+	tr.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n")
+	tr.do(cmd("CSK.SNAPSHOT", "GET", "j"), "$2\r\nw1\r\n")
+	tr.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nj\r\n")
+	tr.do(cmd("CSK.ROLLBACK"), "+OK\r\n")
+	tr.do(cmd("PING"), "+PONG\r\n")
+}
