@@ -831,3 +831,35 @@ func TestIteratorKeyIsACopy(t *testing.T) {
 		t.Fatalf("after the caller changed a key: first key %q", it.Key())
 	}
 }
+
+// TestActiveExpiryKeepsUp checks that one tick of active expiry forgets
+// far more than 16 samples' worth of expired keys when its time budget
+// allows: with a fixed 16 rounds of 20 keys per tick, keys expiring faster
+// than 3,200 a second piled up in memory without end.
+func TestActiveExpiryKeepsUp(t *testing.T) {
+	clk := newTestClock()
+	// A long period: the ticker never fires during the test, and the
+	// budget of one tick (a quarter of it) is not what stops the rounds.
+	db := openTest(t, t.TempDir(), &Options{Now: clk.Now, ExpiryPeriod: time.Hour, Sync: SyncNone})
+	const n = 20000
+	var b Batch
+	for i := range n {
+		b.SetWithTTL(fmt.Appendf(nil, "k%05d", i), []byte("v"), time.Second)
+		if b.Len() == 1000 {
+			if err := db.Write(&b); err != nil {
+				t.Fatal(err)
+			}
+			b.Reset()
+		}
+	}
+	db.Set([]byte("stay"), []byte("v"))
+	db.SetWithTTL([]byte("later"), []byte("v"), time.Hour)
+	clk.Advance(2 * time.Second)
+	db.expireRounds()
+	st := db.Stats()
+	if st.Keys != 2 || st.ExpiringKeys != 1 {
+		t.Fatalf("after one tick of active expiry: keys %d expiring %d, want 2 and 1", st.Keys, st.ExpiringKeys)
+	}
+	mustGet(t, db, "stay", "v")
+	mustGet(t, db, "later", "v")
+}
