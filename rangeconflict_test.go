@@ -6,14 +6,60 @@ import (
 	"testing"
 )
 
+// mustSet sets each key to value and fails t on an error.
+func mustSet(t *testing.T, db *DB, value string, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		if err := db.Set([]byte(k), []byte(value)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// resetKey puts key back as the tests' setup had it: "v" if it is one of
+// the keys set there, else absent.
+func resetKey(t *testing.T, db *DB, key string, setUp ...string) {
+	t.Helper()
+	for _, k := range setUp {
+		if k == key {
+			mustSet(t, db, "v", key)
+			return
+		}
+	}
+	if err := db.Delete([]byte(key)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustBegin starts a transaction and fails t on an error.
+func mustBegin(t *testing.T, db *DB) *Tx {
+	t.Helper()
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+// commitVerdict commits tx and checks that it failed with a conflict if
+// and only if conflict says so.
+func commitVerdict(t *testing.T, tx *Tx, name string, conflict bool) {
+	t.Helper()
+	err := tx.Commit()
+	if conflict && !errors.Is(err, ErrConflict) {
+		t.Errorf("%s: want a conflict, got %v", name, err)
+	}
+	if !conflict && err != nil {
+		t.Errorf("%s: want no conflict, got %v", name, err)
+	}
+}
+
 // A range read that the caller abandons part way still read what it
 // returned: a change to any of those keys must fail the commit, as a
 // change to a key past where it stopped must not (as with a limit).
 func TestAbandonedRangeReadConflicts(t *testing.T) {
 	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone, ExpiryPeriod: -1, MergeInterval: -1})
-	for _, k := range []string{"a1", "a2", "a3", "a4"} {
-		db.Set([]byte(k), []byte("v"))
-	}
+	mustSet(t, db, "v", "a1", "a2", "a3", "a4")
 	for _, c := range []struct {
 		reverse  bool
 		writes   bool // the transaction wrote before reading: the slow path
@@ -31,10 +77,7 @@ func TestAbandonedRangeReadConflicts(t *testing.T) {
 		{true, true, "a2", false},
 	} {
 		name := fmt.Sprintf("reverse=%v writes=%v changed=%s", c.reverse, c.writes, c.changed)
-		tx, err := db.Begin()
-		if err != nil {
-			t.Fatal(err)
-		}
+		tx := mustBegin(t, db)
 		if c.writes {
 			tx.Set([]byte("out"), []byte("x"))
 		}
@@ -45,16 +88,8 @@ func TestAbandonedRangeReadConflicts(t *testing.T) {
 			}
 		}
 		tx.Set([]byte("out"), []byte("y"))
-		if err := db.Set([]byte(c.changed), []byte("changed")); err != nil {
-			t.Fatal(err)
-		}
-		err = tx.Commit()
-		if c.conflict && !errors.Is(err, ErrConflict) {
-			t.Errorf("%s: commit after a key the abandoned range read returned changed: %v", name, err)
-		}
-		if !c.conflict && err != nil {
-			t.Errorf("%s: commit after a key the range read never reached changed: %v", name, err)
-		}
+		mustSet(t, db, "changed", c.changed)
+		commitVerdict(t, tx, name, c.conflict)
 	}
 }
 
@@ -64,9 +99,7 @@ func TestAbandonedRangeReadConflicts(t *testing.T) {
 // its commit, as in FoundationDB; writes inside it still do.
 func TestRangeReadConflictBounds(t *testing.T) {
 	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone, ExpiryPeriod: -1, MergeInterval: -1})
-	db.Set([]byte("a"), []byte("v"))
-	db.Set([]byte("b1"), []byte("v"))
-	db.Set([]byte("z"), []byte("v"))
+	mustSet(t, db, "v", "a", "b1", "z")
 	for _, c := range []struct {
 		begin, end KeySelector
 		limit      int
@@ -93,28 +126,14 @@ func TestRangeReadConflictBounds(t *testing.T) {
 		{FirstGreaterOrEqual([]byte("b")), FirstGreaterOrEqual([]byte("c")).Add(1), 0, "y", true},
 	} {
 		name := fmt.Sprintf("%v..%v, write %q", c.begin, c.end, c.written)
-		tx, err := db.Begin()
-		if err != nil {
-			t.Fatal(err)
-		}
+		tx := mustBegin(t, db)
 		if _, err := tx.GetRange(c.begin, c.end, &RangeOptions{Limit: c.limit}); err != nil {
 			t.Fatal(err)
 		}
 		tx.Set([]byte("out"), []byte("x"))
-		if err := db.Set([]byte(c.written), []byte("new")); err != nil {
-			t.Fatal(err)
-		}
-		err = tx.Commit()
-		if c.conflict && !errors.Is(err, ErrConflict) {
-			t.Errorf("%s: want a conflict, got %v", name, err)
-		}
-		if !c.conflict && err != nil {
-			t.Errorf("%s: want no conflict, got %v", name, err)
-		}
-		db.Set([]byte(c.written), []byte("v"))
-		if c.written != "a" && c.written != "b1" && c.written != "z" {
-			db.Delete([]byte(c.written))
-		}
+		mustSet(t, db, "new", c.written)
+		commitVerdict(t, tx, name, c.conflict)
+		resetKey(t, db, c.written, "a", "b1", "z")
 	}
 }
 
@@ -123,10 +142,9 @@ func TestRangeReadConflictBounds(t *testing.T) {
 // FirstGreaterOrEqual.
 func TestRangeReadEndWhileWriting(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
-	db.Set([]byte("a1"), []byte("v"))
-	db.Set([]byte("c"), []byte("v"))
+	mustSet(t, db, "v", "a1", "c")
 	for _, rev := range []bool{false, true} {
-		tx, _ := db.Begin()
+		tx := mustBegin(t, db)
 		it := tx.RangeIterator(FirstGreaterOrEqual([]byte("a")), FirstGreaterOrEqual([]byte("b")), &RangeOptions{Reverse: rev})
 		if !rev {
 			if !it.Next() {
@@ -161,9 +179,7 @@ func TestRangeReadEndWhileWriting(t *testing.T) {
 // result, does.
 func TestKeySelectorConflictBounds(t *testing.T) {
 	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone, ExpiryPeriod: -1, MergeInterval: -1})
-	for _, k := range []string{"b", "d", "f"} {
-		db.Set([]byte(k), []byte("v"))
-	}
+	mustSet(t, db, "v", "b", "d", "f")
 	for _, c := range []struct {
 		sel      KeySelector
 		want     string // the resolved key; "<nil>" past the last key
@@ -189,10 +205,7 @@ func TestKeySelectorConflictBounds(t *testing.T) {
 		{LastLessThan(nil), "", "a", false}, // depends on nothing
 	} {
 		name := fmt.Sprintf("%v, write %q", c.sel, c.written)
-		tx, err := db.Begin()
-		if err != nil {
-			t.Fatal(err)
-		}
+		tx := mustBegin(t, db)
 		got, err := tx.GetKey(c.sel)
 		if err != nil {
 			t.Fatal(err)
@@ -201,21 +214,11 @@ func TestKeySelectorConflictBounds(t *testing.T) {
 			t.Fatalf("%s: resolved to %q, want %s", name, got, c.want)
 		}
 		tx.Set([]byte("out"), []byte("x"))
-		if err := db.Set([]byte(c.written), []byte("new")); err != nil {
+		mustSet(t, db, "new", c.written)
+		commitVerdict(t, tx, name, c.conflict)
+		if err := db.Delete([]byte("out")); err != nil {
 			t.Fatal(err)
 		}
-		err = tx.Commit()
-		if c.conflict && !errors.Is(err, ErrConflict) {
-			t.Errorf("%s: want a conflict, got %v", name, err)
-		}
-		if !c.conflict && err != nil {
-			t.Errorf("%s: want no conflict, got %v", name, err)
-		}
-		db.Delete([]byte("out"))
-		if c.written == "b" || c.written == "d" || c.written == "f" {
-			db.Set([]byte(c.written), []byte("v"))
-		} else {
-			db.Delete([]byte(c.written))
-		}
+		resetKey(t, db, c.written, "b", "d", "f")
 	}
 }

@@ -14,7 +14,7 @@ import (
 // it. Atomic operations after it apply at commit to the stamped value.
 func TestVersionstampedValueUnreadable(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
-	db.Set([]byte("a"), []byte("v"))
+	mustSet(t, db, "v", "a")
 	stamped := append(append([]byte("at:"), make([]byte, 10)...), 3, 0, 0, 0)
 	unreadable := func(what string, err error) {
 		t.Helper()
@@ -23,7 +23,7 @@ func TestVersionstampedValueUnreadable(t *testing.T) {
 			t.Errorf("%s: %v, want accessed_unreadable", what, err)
 		}
 	}
-	tx, _ := db.Begin()
+	tx := mustBegin(t, db)
 	tx.SetVersionstampedValue([]byte("k"), stamped)
 	v, err := tx.Get([]byte("k"))
 	unreadable("get", err)
@@ -48,7 +48,10 @@ func TestVersionstampedValueUnreadable(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	vs, _ := tx.Versionstamp()
+	vs, err := tx.Versionstamp()
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := []byte("at:" + string(vs) + "!")
 	if got, err := db.Get([]byte("k")); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("committed %q, %v; want %q", got, err, want)
@@ -58,7 +61,7 @@ func TestVersionstampedValueUnreadable(t *testing.T) {
 	}
 
 	// A Set or Clear afterwards makes it readable again.
-	tx, _ = db.Begin()
+	tx = mustBegin(t, db)
 	tx.SetVersionstampedValue([]byte("k"), stamped)
 	tx.Set([]byte("k"), []byte("plain"))
 	if v, err := tx.Get([]byte("k")); err != nil || string(v) != "plain" {
@@ -82,7 +85,7 @@ func TestVersionstampOffsetInvalid(t *testing.T) {
 		append(make([]byte, 10), 0xff, 0xff, 0xff, 0xff),
 	} {
 		for _, key := range []bool{true, false} {
-			tx, _ := db.Begin()
+			tx := mustBegin(t, db)
 			if key {
 				tx.SetVersionstampedKey(b, []byte("v"))
 			} else {
