@@ -1,7 +1,6 @@
 package memcache
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -137,18 +136,7 @@ func TestLoopBackloggedConnEnds(t *testing.T) {
 	// Shutdown: a connection that still does not read holds it up until
 	// the deadline, when Shutdown closes it.
 	slow()
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	ended := make(chan error, 1)
-	go func() { ended <- ts.s.Shutdown(ctx) }()
-	select {
-	case err := <-ended:
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Shutdown: %v, want the deadline exceeded", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Shutdown still waits for a connection that does not read, 10 s past its deadline")
-	}
+	wiretest.ShutdownAtDeadline(t, ts.s.Shutdown)
 }
 
 // TestLoopSyncAlways checks that under SyncAlways reads stay on the loop,

@@ -461,16 +461,5 @@ func TestLoopBackloggedClientEnds(t *testing.T) {
 	// Shutdown: a client that still does not read holds it up until the
 	// deadline, when Shutdown closes it.
 	slow()
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	ended := make(chan error, 1)
-	go func() { ended <- ts.srv.Shutdown(ctx) }()
-	select {
-	case err := <-ended:
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Shutdown: %v, want the deadline exceeded", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Shutdown still waits for a client that does not read, 10 s past its deadline")
-	}
+	wiretest.ShutdownAtDeadline(t, ts.srv.Shutdown)
 }

@@ -5,6 +5,8 @@
 package wiretest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -110,5 +112,25 @@ func EventLoops(t testing.TB) int {
 func SkipWithoutLoops(t *testing.T) {
 	if runtime.GOOS != "linux" || EventLoops(t) < 0 {
 		t.Skip("no event loops here")
+	}
+}
+
+// ShutdownAtDeadline checks what a graceful shutdown does while a
+// connection that reads none of its replies is attached: it waits for it
+// until its context's deadline (100 ms here), then returns that error,
+// having closed the connection, rather than wait on.
+func ShutdownAtDeadline(t testing.TB, shutdown func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() { ended <- shutdown(ctx) }()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown: %v, want the deadline exceeded", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown still waits for a connection that does not read, 10 s past its deadline")
 	}
 }
