@@ -3,6 +3,7 @@ package caskade
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -220,5 +221,69 @@ func TestKeySelectorConflictBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		resetKey(t, db, c.written, "b", "d", "f")
+	}
+}
+
+// TestTxKeyRange checks Tx.Range: key bounds, a nil end reaching the end of
+// the key space (keys from 0xff on included), the transaction's own
+// writes, the limit, and read conflicts exactly over what was read.
+func TestTxKeyRange(t *testing.T) {
+	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone, ExpiryPeriod: -1, MergeInterval: -1})
+	mustSet(t, db, "v", "a", "b", "c", "\xff", "\xff\xff")
+	keys := func(kvs []KeyValue) string {
+		var s []string
+		for _, kv := range kvs {
+			s = append(s, string(kv.Key))
+		}
+		return strings.Join(s, ",")
+	}
+	for _, c := range []struct {
+		begin, end string
+		nilEnd     bool
+		o          RangeOptions
+		want       string
+	}{
+		{begin: "b", nilEnd: true, want: "b,bb,c,\xff,\xff\xff"},
+		{begin: "", nilEnd: true, o: RangeOptions{Reverse: true, Limit: 2}, want: "\xff\xff,\xff"},
+		{begin: "a", end: "c", want: "a,b,bb"},
+		{begin: "c", end: "b", want: ""},
+		{begin: "a", end: "\xff", o: RangeOptions{Limit: 2}, want: "a,b"},
+	} {
+		tx := mustBegin(t, db)
+		tx.Set([]byte("bb"), []byte("own"))
+		var end []byte
+		if !c.nilEnd {
+			end = []byte(c.end)
+		}
+		kvs, err := tx.Range([]byte(c.begin), end, &c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := keys(kvs); got != c.want {
+			t.Errorf("Range(%q, %q, %+v) = %q, want %q", c.begin, end, c.o, got, c.want)
+		}
+		tx.Rollback()
+	}
+
+	// Conflicts: the whole range to the end, or up to the last key a
+	// limited read returned.
+	for _, c := range []struct {
+		limit    int
+		changed  string
+		conflict bool
+	}{
+		{0, "\xff\xff\xff", true},
+		{0, "a", false},
+		{2, "bz", true}, // read b and c
+		{2, "cz", false},
+	} {
+		tx := mustBegin(t, db)
+		if _, err := tx.Range([]byte("b"), nil, &RangeOptions{Limit: c.limit}); err != nil {
+			t.Fatal(err)
+		}
+		tx.Set([]byte("out"), []byte("x")) // not read-only
+		mustSet(t, db, "changed", c.changed)
+		commitVerdict(t, tx, fmt.Sprintf("limit=%d changed=%q", c.limit, c.changed), c.conflict)
+		resetKey(t, db, c.changed, "a", "b", "c", "\xff", "\xff\xff")
 	}
 }

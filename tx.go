@@ -199,6 +199,18 @@ func (tx *Tx) RangeIterator(begin, end KeySelector, opts *RangeOptions) *TxItera
 	return tx.reader.RangeIterator(begin, end, opts)
 }
 
+// Range returns the pairs with keys in [begin, end) as the transaction
+// sees them; a nil end is the end of the key space, as in DB.Range.
+func (tx *Tx) Range(begin, end []byte, opts *RangeOptions) ([]KeyValue, error) {
+	return tx.reader.Range(begin, end, opts)
+}
+
+// KeyRangeIterator returns an iterator over the pairs with keys in
+// [begin, end); a nil end is the end of the key space.
+func (tx *Tx) KeyRangeIterator(begin, end []byte, opts *RangeOptions) *TxIterator {
+	return tx.reader.KeyRangeIterator(begin, end, opts)
+}
+
 // TxReader reads within a transaction; the one Snapshot returns adds no
 // read conflicts.
 type TxReader struct {
@@ -520,7 +532,33 @@ func (r *TxReader) selectorConflict(sel KeySelector, k []byte) {
 
 // GetRange returns the pairs between two key selectors.
 func (r *TxReader) GetRange(begin, end KeySelector, opts *RangeOptions) ([]KeyValue, error) {
-	it := r.RangeIterator(begin, end, opts)
+	return r.RangeIterator(begin, end, opts).all()
+}
+
+// Range returns the pairs with keys in [begin, end); a nil end is the end
+// of the key space. Unlike a selector, a key bound reads no keys outside
+// the range, so the read conflict is the range itself (up to the last key
+// returned when the limit cuts it short).
+func (r *TxReader) Range(begin, end []byte, opts *RangeOptions) ([]KeyValue, error) {
+	return r.KeyRangeIterator(begin, end, opts).all()
+}
+
+// KeyRangeIterator returns an iterator over the pairs with keys in
+// [begin, end); a nil end is the end of the key space.
+func (r *TxReader) KeyRangeIterator(begin, end []byte, opts *RangeOptions) *TxIterator {
+	it := r.newIterator(opts)
+	if it.err != nil {
+		return it
+	}
+	it.lo = append([]byte{}, begin...) // never nil
+	if end != nil {
+		it.hi = bytes.Clone(end)
+	}
+	return r.start(it)
+}
+
+// all drains the iterator.
+func (it *TxIterator) all() ([]KeyValue, error) {
 	var out []KeyValue
 	for it.Next() {
 		out = append(out, it.KeyValue())
@@ -528,16 +566,37 @@ func (r *TxReader) GetRange(begin, end KeySelector, opts *RangeOptions) ([]KeyVa
 	return out, it.Err()
 }
 
-// RangeIterator returns an iterator over the pairs between two key
-// selectors (begin inclusive, end exclusive), in the order and up to the
-// limit opts give.
-func (r *TxReader) RangeIterator(begin, end KeySelector, opts *RangeOptions) *TxIterator {
+// newIterator returns an iterator not yet bounded, or one that failed
+// because the transaction is not usable.
+func (r *TxReader) newIterator(opts *RangeOptions) *TxIterator {
 	var o RangeOptions
 	if opts != nil {
 		o = *opts
 	}
 	it := &TxIterator{r: *r, opts: o}
-	if it.err = r.tx.usable(); it.err != nil {
+	it.err = r.tx.usable()
+	return it
+}
+
+// start finishes at once an iterator whose bounds hold no key, and tracks
+// the others that record read conflicts.
+func (r *TxReader) start(it *TxIterator) *TxIterator {
+	if it.hi != nil && bytes.Compare(it.lo, it.hi) >= 0 {
+		it.finished = true
+		return it
+	}
+	if r.records() {
+		r.tx.track(it)
+	}
+	return it
+}
+
+// RangeIterator returns an iterator over the pairs between two key
+// selectors (begin inclusive, end exclusive), in the order and up to the
+// limit opts give.
+func (r *TxReader) RangeIterator(begin, end KeySelector, opts *RangeOptions) *TxIterator {
+	it := r.newIterator(opts)
+	if it.err != nil {
 		return it
 	}
 	// A selector of offset 1 (FirstGreaterOrEqual, FirstGreaterThan) bounds
@@ -570,14 +629,7 @@ func (r *TxReader) RangeIterator(begin, end KeySelector, opts *RangeOptions) *Tx
 		}
 		r.selectorConflict(end, it.hi)
 	}
-	if it.hi != nil && bytes.Compare(it.lo, it.hi) >= 0 {
-		it.finished = true
-		return it
-	}
-	if r.records() {
-		r.tx.track(it)
-	}
-	return it
+	return r.start(it)
 }
 
 // selectorBound returns the first key a selector of offset 1 may select:

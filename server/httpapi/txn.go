@@ -414,7 +414,7 @@ func (t *txnRun) op(o *txnOp) (txnResponse1, error) {
 			t.written = append(t.written, [2][]byte{lo, nil})
 			return txnResponse1{Delete: &txnDeleteReply{Deleted: n}}, nil
 		}
-		kvs, err := getRange(tx, lo, hi, &caskade.RangeOptions{KeysOnly: true})
+		kvs, err := tx.Range(lo, hi, &caskade.RangeOptions{KeysOnly: true})
 		if err != nil {
 			return txnResponse1{}, err
 		}
@@ -431,7 +431,7 @@ func (t *txnRun) op(o *txnOp) (txnResponse1, error) {
 		if limit == 0 || limit > MaxListLimit {
 			limit = MaxListLimit
 		}
-		kvs, err := getRange(tx, lo, hi, &caskade.RangeOptions{Limit: limit + 1, Reverse: rg.Reverse, KeysOnly: rg.KeysOnly})
+		kvs, err := tx.Range(lo, hi, &caskade.RangeOptions{Limit: limit + 1, Reverse: rg.Reverse, KeysOnly: rg.KeysOnly})
 		if err != nil {
 			return txnResponse1{}, err
 		}
@@ -450,24 +450,6 @@ func (t *txnRun) op(o *txnOp) (txnResponse1, error) {
 		}
 		return txnResponse1{Range: rep}, nil
 	}
-}
-
-// getRange reads the pairs in [lo, hi) in a transaction. The pairs are
-// also filtered to [lo, hi): engines before commit 54977ff resolved a begin
-// selector past the last key to the start of the key space, and the filter
-// keeps the answer right (empty) there.
-func getRange(tx *caskade.Tx, lo, hi []byte, o *caskade.RangeOptions) ([]caskade.KeyValue, error) {
-	kvs, err := tx.GetRange(caskade.FirstGreaterOrEqual(lo), caskade.FirstGreaterOrEqual(hi), o)
-	if err != nil {
-		return nil, err
-	}
-	out := kvs[:0]
-	for _, kv := range kvs {
-		if bytes.Compare(kv.Key, lo) >= 0 && bytes.Compare(kv.Key, hi) < 0 {
-			out = append(out, kv)
-		}
-	}
-	return out, nil
 }
 
 // txn serves POST /v1/txn.

@@ -203,9 +203,7 @@ func (r snapReader) rangeRead(begin, end []byte, o *caskade.RangeOptions) ([]cas
 // snapshot reader (which sees its own writes), and the read conflicts of
 // ranges and selectors are added here, limited to the database's span:
 // the answers inside a database depend only on its keys, so writes to
-// other databases never conflict with them. This also keeps a range whose
-// begin lies after every key of the key space empty (the engine would
-// take the unresolved begin as the start).
+// other databases never conflict with them.
 type txReader struct {
 	tx   *caskade.Tx
 	snap bool // CSK.SNAPSHOT: no read conflicts
@@ -240,34 +238,12 @@ func (r txReader) getKey(sel caskade.KeySelector) ([]byte, error) {
 }
 
 func (r txReader) rangeRead(begin, end []byte, o *caskade.RangeOptions) ([]caskade.KeyValue, error) {
-	sr := r.tx.Snapshot()
-	first, err := sr.GetKey(caskade.FirstGreaterOrEqual(begin))
-	if err != nil {
-		return nil, err
+	if r.snap {
+		return r.tx.Snapshot().Range(begin, end, o)
 	}
-	var kvs []caskade.KeyValue
-	if first != nil && (end == nil || bytes.Compare(first, end) < 0) {
-		// A nil end selector key resolves to the end of the key space.
-		kvs, err = sr.GetRange(caskade.FirstGreaterOrEqual(begin), caskade.FirstGreaterOrEqual(end), o)
-		if err != nil {
-			return nil, err
-		}
-	}
-	if !r.snap {
-		// As FoundationDB does: the whole range, or up to the last key
-		// returned when the limit cut the read short.
-		lo, hi := begin, end
-		if o.Limit > 0 && len(kvs) >= o.Limit {
-			last := kvs[len(kvs)-1].Key
-			if o.Reverse {
-				lo = last
-			} else {
-				hi = keyAfter(last)
-			}
-		}
-		r.conflict(lo, hi)
-	}
-	return kvs, nil
+	// The engine adds the read conflict: the range, or up to the last key
+	// returned when the limit cut the read short, as FoundationDB does.
+	return r.tx.Range(begin, end, o)
 }
 
 // conflict adds the read conflict range [lo, hi) (nil hi: the end of the

@@ -1036,3 +1036,40 @@ func TestCskModel(t *testing.T) {
 		}
 	}
 }
+
+// TestCskTxRangeLastDatabase checks range reads in a transaction on the
+// last database, whose keys run to the end of the key space: they read
+// what the same reads outside a transaction do, and conflict with a later
+// write at the end of the database.
+func TestCskTxRangeLastDatabase(t *testing.T) {
+	ts := startServer(t, func(s *Server) { s.Databases = MaxDatabases })
+	ctx := context.Background()
+	rdb := ts.goRedis(&goredis.Options{DB: MaxDatabases - 1})
+	other := ts.goRedis(&goredis.Options{DB: MaxDatabases - 1})
+	res(t, rdb.MSet(ctx, "a", "1", "b", "2", "c", "3", "\xff\xff", "4"))
+	conn := rdb.Conn()
+	defer conn.Close()
+	reads := [][]any{
+		{"CSK.RANGE", "KEYSONLY"},
+		{"CSK.RANGE", "FROM", "b", "KEYSONLY"},
+		{"CSK.RANGE", "REV", "LIMIT", "2", "KEYSONLY"},
+		{"CSK.RANGESEL", "b", "0", "1", "\xff\xff\xff", "0", "1", "KEYSONLY"},
+		{"CSK.SNAPSHOT", "CSK.RANGE", "FROM", "b", "KEYSONLY"},
+	}
+	want := []string{"a,b,c,\xff\xff", "b,c,\xff\xff", "\xff\xff,c", "b,c,\xff\xff", "b,c,\xff\xff"}
+	for i, r := range reads {
+		if r[0] != "CSK.SNAPSHOT" {
+			eq(t, fmt.Sprintf("%q outside", r), strings.Join(doStrings(t, rdb, r...), ","), want[i])
+		}
+		eq(t, "begin", doText(t, conn, "CSK.BEGIN"), "OK")
+		eq(t, fmt.Sprintf("%q", r), strings.Join(doStrings(t, conn, r...), ","), want[i])
+		eq(t, "rollback", doText(t, conn, "CSK.ROLLBACK"), "OK")
+	}
+	eq(t, "begin", doText(t, conn, "CSK.BEGIN"), "OK")
+	doStrings(t, conn, "CSK.RANGE", "FROM", "c")
+	eq(t, "set", doText(t, conn, "SET", "out", "mine"), "OK")
+	eq(t, "other set", doText(t, other, "SET", "\xff\xff\xff", "theirs"), "OK")
+	if err := conn.Do(ctx, "CSK.COMMIT").Err(); err == nil || err.Error() != conflictErr {
+		t.Fatalf("COMMIT after a write at the end of the range = %v, want %s", err, conflictErr)
+	}
+}
