@@ -1,6 +1,7 @@
 package caskade
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -38,7 +39,8 @@ type MergeProgress struct {
 // (the automatic merges of Options.MergeInterval leave it be). Reads and
 // writes go on throughout. Expired records and overwritten or deleted ones are dropped;
 // tombstones are not needed afterwards, because every file older than the
-// active one takes part. Old files are deleted once no snapshot or iterator
+// active one takes part (one may stay to carry the newest version, so that
+// versions never repeat after a restart). Old files are deleted once no snapshot or iterator
 // still reads them. A crash at any point leaves a database that opens with
 // exactly the acknowledged data. Only one merge runs at a time; a second
 // call waits. ctx cancels the merge, leaving the database as it was.
@@ -100,6 +102,7 @@ type merger struct {
 	moves   []move        // of out, for the key directory
 	minVer  uint64        // of out
 	maxVer  uint64
+	topVer  uint64          // the newest version written to any output
 	outputs []*segment.File // installed
 	limiter rateLimiter
 	expired []move            // keys expired in the inputs at the merge's instant
@@ -199,19 +202,57 @@ func (m *merger) run() error {
 			polite.rested()
 		}
 	}
+	if err := m.keepNewestVersion(); err != nil {
+		return err
+	}
 	if err := m.finishOutput(); err != nil {
 		return err
 	}
 	return m.retireInputs()
 }
 
-// add appends one live record to the current output, starting a new output
-// when the current one is full or its versions would span too much.
-func (m *merger) add(key []byte, r record.Record, e keydir.Entry) error {
-	size := int64(record.HeaderSize + len(key) + len(r.Value))
+// keepNewestVersion writes a tombstone carrying the newest version of the
+// inputs when no rewritten record carries it: that version belonged to a
+// deleted, overwritten or expired record, and if the active file holds no
+// newer one, recovery would otherwise restart the version counter below
+// versions already handed out (memcached cas uniques, versionstamps). The
+// tombstone is for a key the merge's view does not hold: no record of it
+// in the inputs is live, and any later write of it has a newer version, so
+// it deletes nothing.
+func (m *merger) keepNewestVersion() error {
+	var newest uint64
+	for _, v := range m.maxVers {
+		newest = max(newest, v)
+	}
+	if newest <= m.topVer {
+		return nil
+	}
+	key := []byte{}
+	for {
+		if _, ok := m.view.tree.Get(key); !ok {
+			break
+		}
+		key = append(key, 0)
+	}
+	if err := m.output(int64(record.HeaderSize+len(key)), newest); err != nil {
+		return err
+	}
+	off := m.out.Size() + int64(len(m.buf))
+	m.buf = record.AppendRecord(m.buf, record.KindDelete, true, newest, 0, 0, key, nil)
+	// The hints stay in key order.
+	i, _ := slices.BinarySearchFunc(m.hints, key, func(h record.Hint, k []byte) int { return bytes.Compare(h.Key, k) })
+	m.hints = slices.Insert(m.hints, i, record.Hint{Kind: record.KindDelete, Version: newest, Offset: off, Key: key})
+	m.note(newest)
+	return nil
+}
+
+// output makes sure there is an output with room for a record of size
+// bytes and version ver, starting a new one when the current one is full
+// or its versions would span too much.
+func (m *merger) output(size int64, ver uint64) error {
 	if m.out != nil {
-		full := m.out.Size()+int64(len(m.buf))+size > m.db.opts.MaxFileSize && len(m.moves) > 0
-		lo, hi := min(m.minVer, e.Version), max(m.maxVer, e.Version)
+		full := m.out.Size()+int64(len(m.buf))+size > m.db.opts.MaxFileSize && len(m.hints) > 0
+		lo, hi := min(m.minVer, ver), max(m.maxVer, ver)
 		if full || hi-lo > keydir.MaxVersionDelta {
 			if err := m.finishOutput(); err != nil {
 				return err
@@ -226,13 +267,27 @@ func (m *merger) add(key []byte, r record.Record, e keydir.Entry) error {
 		if m.out, err = segment.CreateMerged(m.db.fs, m.db.dir, id); err != nil {
 			return err
 		}
-		m.minVer, m.maxVer = e.Version, e.Version
+		m.minVer, m.maxVer = ver, ver
+	}
+	return nil
+}
+
+// note records that a record of version ver went to the current output.
+func (m *merger) note(ver uint64) {
+	m.minVer, m.maxVer = min(m.minVer, ver), max(m.maxVer, ver)
+	m.topVer = max(m.topVer, ver)
+}
+
+// add appends one live record to the current output.
+func (m *merger) add(key []byte, r record.Record, e keydir.Entry) error {
+	if err := m.output(int64(record.HeaderSize+len(key)+len(r.Value)), e.Version); err != nil {
+		return err
 	}
 	off := m.out.Size() + int64(len(m.buf))
 	m.buf = record.AppendRecord(m.buf, record.KindPut, true, e.Version, e.Expiry, r.Flags, key, r.Value)
 	m.hints = append(m.hints, record.Hint{Kind: record.KindPut, Version: e.Version, Expiry: e.Expiry, Offset: off, ValLen: e.ValLen, Key: key})
 	m.moves = append(m.moves, move{key: key, from: e.FileID, fromOff: e.Offset, version: e.Version, newOff: off})
-	m.minVer, m.maxVer = min(m.minVer, e.Version), max(m.maxVer, e.Version)
+	m.note(e.Version)
 	m.stats.Records++
 	if len(m.buf) >= mergeFlush {
 		return m.flush()

@@ -408,3 +408,56 @@ func TestMergeIncludesDeadActiveFile(t *testing.T) {
 		t.Fatalf("after reopen: %v, want %v", got, want)
 	}
 }
+
+// TestMergeKeepsNewestVersion checks that a merge that drops the records
+// carrying the newest versions (here deletes) does not let the version
+// counter go back after a restart, with or without hint files, and that
+// the tombstone keeping the version deletes nothing, the empty key
+// included.
+func TestMergeKeepsNewestVersion(t *testing.T) {
+	for _, hints := range []bool{true, false} {
+		t.Run(fmt.Sprintf("hints=%v", hints), func(t *testing.T) {
+			dir := t.TempDir()
+			opts := &Options{Sync: SyncNone, ExpiryPeriod: -1, MergeInterval: -1}
+			db, err := Open(dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustSet(t, db, "v", "", "a", "b", "c")
+			for _, k := range []string{"b", "c"} {
+				if err := db.Delete([]byte(k)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			newest := db.Version()
+			for range 2 { // a second merge keeps it too
+				if _, err := db.Merge(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if !hints {
+				names, _ := filepath.Glob(filepath.Join(dir, "*.hint"))
+				if len(names) == 0 {
+					t.Fatal("no hint files to remove")
+				}
+				for _, n := range names {
+					os.Remove(n)
+				}
+			}
+			db = openTest(t, dir, opts)
+			if v := db.Version(); v < newest {
+				t.Fatalf("version after merge and reopen = %d, want at least %d", v, newest)
+			}
+			mustSet(t, db, "w", "d")
+			if _, info, err := db.Lookup([]byte("d")); err != nil || info.Version <= newest {
+				t.Fatalf("new write got version %d (%v), want above %d", info.Version, err, newest)
+			}
+			if got := contents(t, db); !maps.Equal(got, map[string]string{"": "v", "a": "v", "d": "w"}) {
+				t.Fatalf("contents %q", got)
+			}
+		})
+	}
+}
