@@ -40,6 +40,12 @@ var (
 	// ErrTransactionDone means a transaction was used after it committed
 	// or was rolled back.
 	ErrTransactionDone = &Error{Code: 2017, Name: "used_during_commit", Msg: "transaction already committed or rolled back"}
+	// ErrTransactionCancelled is what the watches of a transaction rolled
+	// back before it committed report.
+	ErrTransactionCancelled = &Error{Code: 1025, Name: "transaction_cancelled", Msg: "operation aborted because the transaction was cancelled"}
+	// ErrOperationCancelled is what a watch stopped with Watch.Cancel
+	// reports.
+	ErrOperationCancelled = &Error{Code: 1101, Name: "operation_cancelled", Msg: "asynchronous operation cancelled"}
 	// ErrNotInteger and ErrOverflow mean that Batch.AddInt found a value
 	// that is not a base-10 64-bit integer, or would overflow one. Nothing
 	// of the batch was applied.

@@ -1090,7 +1090,7 @@ func (tx *Tx) Commit() error {
 // Rollback abandons the transaction. Rolling back a finished transaction
 // does nothing.
 func (tx *Tx) Rollback() {
-	tx.cancelWatches(ErrTransactionDone)
+	tx.cancelWatches(ErrTransactionCancelled)
 	tx.end()
 }
 
@@ -1199,8 +1199,9 @@ func (w *Watch) Wait(ctx context.Context) error {
 // C returns a channel closed when the watch fires (or fails; see Wait).
 func (w *Watch) C() <-chan struct{} { return w.ch }
 
-// Cancel stops the watch; Wait then returns ErrTransactionDone.
-func (w *Watch) Cancel() { w.db.fireWatch(w, ErrTransactionDone) }
+// Cancel stops the watch; Wait then returns ErrOperationCancelled, as a
+// cancelled watch future does in FoundationDB.
+func (w *Watch) Cancel() { w.db.fireWatch(w, ErrOperationCancelled) }
 
 // armWatches arms the watches of a transaction that wrote nothing: each
 // fires at once if its key changed since the read version.

@@ -576,8 +576,18 @@ func TestWatch(t *testing.T) {
 	tx, _ = db.Begin()
 	w = tx.Watch([]byte("w"))
 	tx.Rollback()
-	if err := w.Wait(context.Background()); !errors.Is(err, ErrTransactionDone) {
+	if err := w.Wait(context.Background()); !errors.Is(err, ErrTransactionCancelled) {
 		t.Fatalf("watch of a rolled back transaction: %v", err)
+	}
+	// A cancelled watch reports operation_cancelled (1101).
+	tx, _ = db.Begin()
+	w = tx.Watch([]byte("w"))
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	w.Cancel()
+	if err := w.Wait(context.Background()); !errors.Is(err, ErrOperationCancelled) {
+		t.Fatalf("cancelled watch: %v", err)
 	}
 }
 
