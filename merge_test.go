@@ -248,6 +248,7 @@ func TestMergeCancel(t *testing.T) {
 // operation of a merge: the database must reopen with exactly its data.
 func TestCrashDuringMerge(t *testing.T) {
 	seed := testSeed(t)
+	var newest uint64
 	build := func() (*vfs.MemFS, map[string]string) {
 		fs := vfs.NewMem()
 		db, err := Open("/db", &Options{FS: fs, MaxFileSize: 2 << 10, ExpiryPeriod: -1})
@@ -255,6 +256,15 @@ func TestCrashDuringMerge(t *testing.T) {
 			t.Fatal(err)
 		}
 		acked, _ := crashWorkload(db, seed, 60)
+		// End with a delete: the merge drops the record with the newest
+		// version, which must survive it (keepNewestVersion).
+		if err := db.Set([]byte("last"), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Delete([]byte("last")); err != nil {
+			t.Fatal(err)
+		}
+		newest = db.Version()
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -289,6 +299,9 @@ func TestCrashDuringMerge(t *testing.T) {
 			}
 			if got := contents(t, db2); !maps.Equal(got, want) {
 				t.Fatalf("crash at merge op %d (tear %v): %d keys, want %d", k, tear, len(got), len(want))
+			}
+			if v := db2.Version(); v < newest {
+				t.Fatalf("crash at merge op %d (tear %v): version %d, want at least %d", k, tear, v, newest)
 			}
 			db2.Close()
 		}
