@@ -3,6 +3,7 @@ package caskade
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -34,12 +35,16 @@ type Tx struct {
 
 	writes *btree.BTreeG[*txWrite] // by key
 	clears []keyRange              // cleared ranges, for keys not in writes
-	ops    []op                    // mutations in order, for the commit
-	reads  []keyRange
-	wconfl []keyRange
-	size   int
-	err    error // first invalid mutation
-	done   bool
+	// vsRanges are where the keys of SetVersionstampedKey may land, less
+	// what was set or cleared since: reading there fails with
+	// ErrAccessedUnreadable, as in FoundationDB.
+	vsRanges []keyRange
+	ops      []op // mutations in order, for the commit
+	reads    []keyRange
+	wconfl   []keyRange
+	size     int
+	err      error // first invalid mutation
+	done     bool
 
 	probe        txWrite  // search key for writes, reused
 	reader       TxReader // the non-snapshot reader behind Tx's own read methods
@@ -233,10 +238,10 @@ func (r *TxReader) Get(key []byte) ([]byte, error) {
 	if err := tx.usable(); err != nil {
 		return nil, err
 	}
-	w, ok := tx.written(key)
-	if ok && w.unreadable {
-		return nil, ErrAccessedUnreadable
+	if err := tx.readable(key); err != nil {
+		return nil, err
 	}
+	w, ok := tx.written(key)
 	if ok && w.known {
 		// Answered from the transaction's own writes: no read conflict.
 		if !w.present {
@@ -325,7 +330,44 @@ func (tx *Tx) readable(key []byte) error {
 	if w, ok := tx.written(key); ok && w.unreadable {
 		return ErrAccessedUnreadable
 	}
+	if len(tx.vsRanges) > 0 {
+		return tx.readableSpan(keyRange{key, keyAfter(bytes.Clone(key))})
+	}
 	return nil
+}
+
+// readableSpan fails with ErrAccessedUnreadable if a read covering span
+// (a nil end: to the end of the key space) could see a versionstamped key
+// the transaction set: what the read returns depends on where it lands.
+func (tx *Tx) readableSpan(span keyRange) error {
+	for _, r := range tx.vsRanges {
+		if r.overlaps(span) && (span.end == nil || bytes.Compare(span.begin, span.end) < 0) {
+			return ErrAccessedUnreadable
+		}
+	}
+	return nil
+}
+
+// makeReadable removes span from the unreadable ranges of versionstamped
+// keys: a Set or Clear there makes the result of a read known again.
+func (tx *Tx) makeReadable(span keyRange) {
+	if len(tx.vsRanges) == 0 {
+		return
+	}
+	var out []keyRange
+	for _, r := range tx.vsRanges {
+		if !r.overlaps(span) {
+			out = append(out, r)
+			continue
+		}
+		if bytes.Compare(r.begin, span.begin) < 0 {
+			out = append(out, keyRange{r.begin, span.begin})
+		}
+		if span.end != nil && (r.end == nil || bytes.Compare(span.end, r.end) < 0) {
+			out = append(out, keyRange{span.end, r.end})
+		}
+	}
+	tx.vsRanges = out
 }
 
 // baseVisible reports whether a key of the snapshot shows through to the
@@ -471,7 +513,7 @@ func (tx *Tx) resolve(sel KeySelector) ([]byte, error) {
 			return nil, err
 		}
 		if !ok {
-			return nil, nil
+			return tx.checkSelector(sel, nil) // past the last key
 		}
 	}
 	for off := sel.Offset; off < 0 && ok; off++ {
@@ -483,9 +525,23 @@ func (tx *Tx) resolve(sel KeySelector) ([]byte, error) {
 		}
 	}
 	if !ok {
-		return []byte{}, nil
+		return tx.checkSelector(sel, []byte{}) // before the first key
 	}
-	return bytes.Clone(cur), nil
+	return tx.checkSelector(sel, bytes.Clone(cur))
+}
+
+// checkSelector returns k, what sel resolved to, unless a versionstamped
+// key of the transaction may land between the selector and k: the result
+// is then not known before commit.
+func (tx *Tx) checkSelector(sel KeySelector, k []byte) ([]byte, error) {
+	if len(tx.vsRanges) > 0 {
+		if span, ok := selectorSpan(sel, k); ok {
+			if err := tx.readableSpan(span); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return k, nil
 }
 
 // GetKey resolves a key selector. The read conflict covers the keys between
@@ -513,21 +569,27 @@ func (r *TxReader) selectorConflict(sel KeySelector, k []byte) {
 	if !r.records() {
 		return
 	}
+	if kr, ok := selectorSpan(sel, k); ok {
+		r.conflict(kr)
+	}
+}
+
+// selectorSpan returns the keys whose presence decides what sel resolves
+// to, given that it resolved to k (nil: past the last key); ok is false if
+// there are none (LastLessThan of the empty key).
+func selectorSpan(sel KeySelector, k []byte) (kr keyRange, ok bool) {
 	bound := append([]byte{}, sel.Key...)
 	if sel.OrEqual {
 		bound = keyAfter(bound)
 	}
-	kr := keyRange{bound, nil}
+	kr = keyRange{bound, nil}
 	switch {
 	case sel.Offset <= 0:
 		kr = keyRange{bytes.Clone(k), bound} // k <= bound: never past the last key
 	case k != nil:
 		kr.end = keyAfter(bytes.Clone(k))
 	}
-	if kr.end != nil && bytes.Compare(kr.begin, kr.end) >= 0 {
-		return // the result depends on no key: LastLessThan of the empty key
-	}
-	r.conflict(kr)
+	return kr, kr.end == nil || bytes.Compare(kr.begin, kr.end) < 0
 }
 
 // GetRange returns the pairs between two key selectors.
@@ -701,6 +763,7 @@ func (it *TxIterator) Next() bool {
 	}
 	var k []byte
 	var ok bool
+	first := !it.started
 	switch {
 	case !it.opts.Reverse && !it.started:
 		k, ok, it.err = tx.nextKey(it.lo, true)
@@ -720,6 +783,11 @@ func (it *TxIterator) Next() bool {
 	}
 	if ok && it.opts.Reverse && bytes.Compare(k, it.lo) < 0 {
 		ok = false
+	}
+	if len(tx.vsRanges) > 0 {
+		if it.err = tx.readableSpan(it.gap(first, k, ok)); it.err != nil {
+			return false
+		}
 	}
 	if !ok {
 		it.finish(false)
@@ -742,12 +810,36 @@ func (it *TxIterator) Next() bool {
 	return true
 }
 
+// gap returns the keys a step of the iterator passed over: from where it
+// was (or its bound, on the first step) to the key k it found, inclusive,
+// or to its other bound if it found none (ok false).
+func (it *TxIterator) gap(first bool, k []byte, ok bool) keyRange {
+	if !it.opts.Reverse {
+		g := keyRange{it.lo, it.hi}
+		if !first {
+			g.begin = keyAfter(bytes.Clone(it.cur))
+		}
+		if ok {
+			g.end = keyAfter(bytes.Clone(k))
+		}
+		return g
+	}
+	g := keyRange{it.lo, it.hi}
+	if !first {
+		g.end = it.cur
+	}
+	if ok {
+		g.begin = k
+	}
+	return g
+}
+
 // nextFast steps the snapshot's own iterator while the transaction has
 // written nothing, which is most range reads; done is false when the slow
 // path (merging the transaction's writes) must take over.
 func (it *TxIterator) nextFast() (ok, done bool) {
 	tx := it.r.tx
-	if tx.writes.Len() > 0 || len(tx.clears) > 0 {
+	if tx.writes.Len() > 0 || len(tx.clears) > 0 || len(tx.vsRanges) > 0 {
 		if it.fast != nil {
 			it.closeFast()
 		}
@@ -897,6 +989,7 @@ func (tx *Tx) Set(key, value []byte) {
 	if tx.mutation(op{kind: opSet, key: key, value: value}) {
 		w := tx.write(key)
 		w.known, w.present, w.value, w.pending, w.unreadable = true, true, bytes.Clone(value), nil, false
+		tx.makeReadable(keyRange{w.key, keyAfter(bytes.Clone(key))})
 	}
 }
 
@@ -912,6 +1005,7 @@ func (tx *Tx) SetEntry(key, value []byte, o SetOptions) {
 	if tx.mutation(op{kind: opSet, key: key, value: value, expiry: exp, flags: o.Flags}) {
 		w := tx.write(key)
 		w.known, w.present, w.value, w.pending, w.unreadable = true, true, bytes.Clone(value), nil, false
+		tx.makeReadable(keyRange{w.key, keyAfter(bytes.Clone(key))})
 	}
 }
 
@@ -920,6 +1014,7 @@ func (tx *Tx) Clear(key []byte) {
 	if tx.mutation(op{kind: opDelete, key: key}) {
 		w := tx.write(key)
 		w.known, w.present, w.value, w.pending, w.unreadable = true, false, nil, nil, false
+		tx.makeReadable(keyRange{w.key, keyAfter(bytes.Clone(key))})
 	}
 }
 
@@ -942,6 +1037,7 @@ func (tx *Tx) ClearRange(begin, end []byte) {
 		return true
 	})
 	tx.clears = append(tx.clears, r)
+	tx.makeReadable(r)
 }
 
 func (tx *Tx) atomic(a atomicOp, key, param []byte) {
@@ -1000,13 +1096,37 @@ func (tx *Tx) CompareAndClear(key, param []byte) { tx.atomic(atomicCompareAndCle
 // SetVersionstampedKey sets a key made at commit: key's last 4 bytes give,
 // little-endian, the offset of a 10-byte placeholder in the rest, which is
 // replaced by the transaction's versionstamp (see tuple's
-// PackWithVersionstamp). The key cannot be read back in the transaction.
+// PackWithVersionstamp). Until commit the key could land anywhere between
+// the stamps of the first version after the read version and the all-0xff
+// stamp, so, as in FoundationDB, a read whose result depends on that range
+// (a Get inside it, a range read or a key selector that covers part of it)
+// fails with ErrAccessedUnreadable, except where a Set or Clear since made
+// the result known.
 func (tx *Tx) SetVersionstampedKey(key, value []byte) {
 	if len(key) < 4 || int(uint32(key[len(key)-4])|uint32(key[len(key)-3])<<8|uint32(key[len(key)-2])<<16|uint32(key[len(key)-1])<<24)+10 > len(key)-4 {
 		tx.fail(fmt.Errorf("%w: versionstamp offset outside the key", ErrInvalidOperation))
 		return
 	}
-	tx.mutation(op{kind: opSetVSKey, key: key, value: value})
+	if tx.mutation(op{kind: opSetVSKey, key: key, value: value}) {
+		tx.vsRanges = append(tx.vsRanges, versionstampKeyRange(key, tx.v.version))
+	}
+}
+
+// versionstampKeyRange returns where a SetVersionstampedKey of key (with
+// its 4-byte offset suffix) committed after readVersion may land: from the
+// key with the versionstamp of the first version after readVersion to the
+// key with an all-0xff versionstamp, inclusive.
+func versionstampKeyRange(key []byte, readVersion uint64) keyRange {
+	k := key[:len(key)-4]
+	pos := int(binary.LittleEndian.Uint32(key[len(key)-4:]))
+	lo := bytes.Clone(k)
+	binary.BigEndian.PutUint64(lo[pos:], readVersion+1)
+	lo[pos+8], lo[pos+9] = 0, 0
+	hi := bytes.Clone(k)
+	for i := pos; i < pos+10; i++ {
+		hi[i] = 0xff
+	}
+	return keyRange{lo, keyAfter(hi)}
 }
 
 // SetVersionstampedValue sets key to value with its placeholder (located

@@ -99,3 +99,94 @@ func TestVersionstampOffsetInvalid(t *testing.T) {
 		}
 	}
 }
+
+// A key set with SetVersionstampedKey lands, at commit, somewhere in the
+// range of keys its versionstamp can take: from the first version after the
+// read version to the all-0xff stamp. As in FoundationDB, a read whose
+// result depends on that range fails with accessed_unreadable (point reads
+// inside it, range reads that cover part of it, selectors that pass over
+// it), until a Set or Clear makes that part known.
+func TestVersionstampedKeyUnreadable(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	mustSet(t, db, "v", "a", "r", "z")
+	unreadable := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrAccessedUnreadable) {
+			t.Errorf("%s: %v, want accessed_unreadable", what, err)
+		}
+	}
+	readable := func(what string, err error) {
+		t.Helper()
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s: %v, want a result", what, err)
+		}
+	}
+	stampAt := func(v uint64) []byte {
+		k := append([]byte("q:"), make([]byte, 10)...)
+		binary.BigEndian.PutUint64(k[2:], v)
+		return k
+	}
+	tx := mustBegin(t, db)
+	rv := tx.ReadVersion()
+	tx.SetVersionstampedKey(append(append([]byte("q:"), make([]byte, 10)...), 2, 0, 0, 0), []byte("item"))
+
+	_, err := tx.Get(stampAt(rv + 1))
+	unreadable("get where the key may land", err)
+	_, err = tx.Snapshot().Get(stampAt(rv + 5))
+	unreadable("snapshot get where the key may land", err)
+	_, err = tx.Get(stampAt(rv))
+	readable("get below the range (an older stamp)", err)
+	_, err = tx.Get([]byte("q:old"))
+	unreadable("get of a key in the range (any byte after the stamp's first)", err)
+	_, err = tx.Get([]byte("r"))
+	readable("get after the range", err)
+	_, err = tx.Range([]byte("q:"), []byte("q;"), nil)
+	unreadable("range over the prefix", err)
+	_, err = tx.Range([]byte("q:"), []byte("q;"), &RangeOptions{Reverse: true})
+	unreadable("reverse range over the prefix", err)
+	_, err = tx.Range([]byte("q:"), nil, &RangeOptions{Limit: 1})
+	unreadable("limited range that reaches the range first", err)
+	kvs, err := tx.Range([]byte(""), []byte("q:"), nil)
+	readable("range before", err)
+	if len(kvs) != 1 {
+		t.Errorf("range before: %q", kvs)
+	}
+	_, err = tx.Range([]byte("a"), nil, &RangeOptions{Limit: 1})
+	readable("range stopped by its limit before the range", err)
+	_, err = tx.GetKey(FirstGreaterOrEqual([]byte("q:")))
+	unreadable("selector passing over the range", err)
+	_, err = tx.GetKey(LastLessOrEqual([]byte("z")))
+	readable("selector landing after the range", err)
+	_, err = tx.GetKey(LastLessThan([]byte("r")))
+	unreadable("selector going back over the range", err)
+	_, err = tx.GetKey(FirstGreaterOrEqual([]byte("r")))
+	readable("selector after the range", err)
+
+	// A Set makes its key known, a ClearRange its range.
+	tx.Set(stampAt(rv+1), []byte("mine"))
+	if v, err := tx.Get(stampAt(rv + 1)); err != nil || string(v) != "mine" {
+		t.Errorf("get of a key set since: %q %v", v, err)
+	}
+	_, err = tx.Range([]byte("q:"), []byte("q;"), nil)
+	unreadable("range after one key was set", err)
+	tx.ClearRange([]byte("q:"), []byte("q;"))
+	kvs, err = tx.Range([]byte("q:"), []byte("q;"), nil)
+	if err != nil || len(kvs) != 0 {
+		t.Errorf("range after the clear: %q %v", kvs, err)
+	}
+	tx.Rollback()
+
+	// The key is readable once committed.
+	tx = mustBegin(t, db)
+	tx.SetVersionstampedKey(append(append([]byte("q:"), make([]byte, 10)...), 2, 0, 0, 0), []byte("item"))
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := tx.Versionstamp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := db.Get(append([]byte("q:"), vs...)); err != nil || string(v) != "item" {
+		t.Fatalf("committed key: %q %v", v, err)
+	}
+}
