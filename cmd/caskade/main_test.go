@@ -186,6 +186,56 @@ func TestServeErrors(t *testing.T) {
 	}
 }
 
+// Every numeric flag out of its range, and a TLS setting that would be
+// ignored, is refused with one line naming the flag, before anything is
+// opened or listened on, whether it comes from a flag, the environment or
+// the config file.
+func TestServeRefusesOutOfRangeAndPartialSettings(t *testing.T) {
+	dir := t.TempDir()
+	cert, key, _ := writeCert(t, dir, "ok", time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--event-loops", "-5"}, "--event-loops -5: want -1 (a goroutine per connection), 0 (one per processor) or 1 to 1024"},
+		{[]string{"--event-loops", "-2"}, "--event-loops -2: "},
+		{[]string{"--event-loops", "100000"}, "--event-loops 100000: "},
+		{[]string{"--maxclients", "0"}, "--maxclients 0: want 1 to 2147483647"},
+		{[]string{"--maxclients", "-3"}, "--maxclients -3: "},
+		{[]string{"--maxclients", "2147483648"}, "--maxclients 2147483648: "},
+		{[]string{"--timeout", "-1"}, "--timeout -1: want 0 (never) to 2147483647 seconds"},
+		{[]string{"--timeout", "9999999999"}, "--timeout 9999999999: "},
+		{[]string{"--databases", "0"}, "--databases 0: want 1 to 256"},
+		{[]string{"--databases", "-1"}, "--databases -1: "},
+		{[]string{"--maxclients", "99999999999999999999"}, `invalid argument "99999999999999999999" for "--maxclients" flag`},
+		{[]string{"--tls-cert", cert, "--tls-key", key}, "--tls-cert and --tls-key need --tls-addr (TLS is served only with all three"},
+		{[]string{"--tls-cert", cert}, "--tls-cert needs --tls-addr and --tls-key"},
+		{[]string{"--tls-key", key}, "--tls-key needs --tls-addr and --tls-cert"},
+		{[]string{"--tls-addr", "127.0.0.1:0", "--tls-cert", cert}, "--tls-addr and --tls-cert need --tls-key"},
+		{[]string{"--tls-addr", "127.0.0.1:0", "--tls-key", key}, "--tls-addr and --tls-key need --tls-cert"},
+	} {
+		args := append([]string{"--dir", filepath.Join(dir, "d"), "--redis-addr", "127.0.0.1:0"}, tc.args...)
+		_, err := start(t, args...)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("serve %v: %v, want one line starting %q", tc.args, err, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "d")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused serve created the data directory: %v", err)
+	}
+	// The same from the environment and the config file.
+	t.Setenv("CASKADE_EVENT_LOOPS", "-7")
+	if _, err := start(t, "--dir", filepath.Join(dir, "d"), "--redis-addr", "127.0.0.1:0"); err == nil || !strings.HasPrefix(err.Error(), "--event-loops -7: ") {
+		t.Errorf("CASKADE_EVENT_LOOPS=-7: %v", err)
+	}
+	os.Unsetenv("CASKADE_EVENT_LOOPS")
+	conf := filepath.Join(dir, "caskade.conf")
+	os.WriteFile(conf, []byte("tls-cert "+cert+"\n"), 0o644)
+	if _, err := start(t, "--dir", filepath.Join(dir, "d"), "--redis-addr", "127.0.0.1:0", "--config", conf); err == nil || !strings.HasPrefix(err.Error(), "--tls-cert needs --tls-addr") {
+		t.Errorf("tls-cert in the config file alone: %v", err)
+	}
+}
+
 func TestServeUnixSocketAndDefaults(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "r.sock")

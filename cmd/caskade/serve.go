@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -141,7 +142,7 @@ Every flag can also be given as an environment variable CASKADE_<FLAG>
 	f.StringVar(&cfg.memcacheUDPAddr, "memcache-udp-addr", "", "memcached protocol UDP address (off by default: UDP invites reflection attacks)")
 	f.StringVar(&cfg.httpAddr, "http-addr", "127.0.0.1:8379", "HTTP API and /metrics address (empty disables)")
 	f.BoolVar(&cfg.pprof, "pprof", false, "serve /debug/pprof on the HTTP address")
-	f.IntVar(&cfg.eventLoops, "event-loops", 0, "event loops serving Redis and memcached connections (0: one per processor; -1: a goroutine per connection)")
+	f.IntVar(&cfg.eventLoops, "event-loops", 0, fmt.Sprintf("event loops serving Redis and memcached connections (0: one per processor; -1: a goroutine per connection; at most %d)", maxEventLoops))
 	return cmd
 }
 
@@ -246,6 +247,53 @@ func readConfigFile(path string, fs *pflag.FlagSet) (map[string]setting, error) 
 	return vals, nil
 }
 
+// maxEventLoops bounds --event-loops: each loop holds an epoll instance
+// and a goroutine, and more loops than processors only add switching.
+const maxEventLoops = 1024
+
+// validate reports the first flag value serve refuses, naming the flag.
+// The numeric bounds are those CONFIG SET applies at run time (Redis's).
+func (cfg *serveConfig) validate() error {
+	switch {
+	case cfg.databases < 1 || cfg.databases > redis.MaxDatabases:
+		return fmt.Errorf("--databases %d: want 1 to %d", cfg.databases, redis.MaxDatabases)
+	case cfg.maxclients < 1 || cfg.maxclients > math.MaxInt32:
+		return fmt.Errorf("--maxclients %d: want 1 to %d", cfg.maxclients, math.MaxInt32)
+	case cfg.timeout < 0 || cfg.timeout > math.MaxInt32:
+		return fmt.Errorf("--timeout %d: want 0 (never) to %d seconds", cfg.timeout, math.MaxInt32)
+	case cfg.eventLoops < -1 || cfg.eventLoops > maxEventLoops:
+		return fmt.Errorf("--event-loops %d: want -1 (a goroutine per connection), 0 (one per processor) or 1 to %d", cfg.eventLoops, maxEventLoops)
+	case cfg.redisAddr == "" && cfg.redisSocket == "" && cfg.tlsAddr == "" && cfg.memcacheAddr == "" && cfg.memcacheUDPAddr == "" && cfg.httpAddr == "":
+		return errors.New("nothing to serve: every listener address is empty")
+	}
+	return cfg.validateTLS()
+}
+
+// validateTLS refuses a TLS setting that would be ignored: the TLS
+// listener needs all three of --tls-addr, --tls-cert and --tls-key, and a
+// certificate or key without an address would leave TLS off silently.
+func (cfg *serveConfig) validateTLS() error {
+	var given, missing []string
+	for _, f := range []struct{ name, val string }{
+		{"--tls-addr", cfg.tlsAddr}, {"--tls-cert", cfg.tlsCert}, {"--tls-key", cfg.tlsKey},
+	} {
+		if f.val == "" {
+			missing = append(missing, f.name)
+		} else {
+			given = append(given, f.name)
+		}
+	}
+	if len(given) == 0 || len(missing) == 0 {
+		return nil
+	}
+	verb := "needs"
+	if len(given) > 1 {
+		verb = "need"
+	}
+	return fmt.Errorf("%s %s %s (TLS is served only with all three of --tls-addr, --tls-cert and --tls-key)",
+		strings.Join(given, " and "), verb, strings.Join(missing, " and "))
+}
+
 func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 	logOut := h.logOut
 	if logOut == nil {
@@ -256,17 +304,8 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 	if err != nil {
 		return fmt.Errorf("--sync %q: want always, everysec or none", cfg.sync)
 	}
-	switch {
-	case cfg.databases < 1 || cfg.databases > redis.MaxDatabases:
-		return fmt.Errorf("--databases %d: want 1 to %d", cfg.databases, redis.MaxDatabases)
-	case cfg.maxclients < 1:
-		return fmt.Errorf("--maxclients %d: want at least 1", cfg.maxclients)
-	case cfg.timeout < 0:
-		return fmt.Errorf("--timeout %d: want 0 or more seconds", cfg.timeout)
-	case cfg.tlsAddr != "" && (cfg.tlsCert == "" || cfg.tlsKey == ""):
-		return errors.New("--tls-addr needs --tls-cert and --tls-key")
-	case cfg.redisAddr == "" && cfg.redisSocket == "" && cfg.tlsAddr == "" && cfg.memcacheAddr == "" && cfg.memcacheUDPAddr == "" && cfg.httpAddr == "":
-		return errors.New("nothing to serve: every listener address is empty")
+	if err := cfg.validate(); err != nil {
+		return err
 	}
 
 	db, err := caskade.Open(cfg.dir, &caskade.Options{Sync: policy, Logger: log})
