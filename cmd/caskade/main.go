@@ -26,16 +26,26 @@
 //
 // The config file has one setting per line, "name value", as in
 // redis.conf: the name is a flag name without the dashes, the value is the
-// rest of the line (surrounding blanks removed; wrap it in double quotes to
-// keep blanks or to give an empty value, as in redis-addr ""); a boolean
-// is true or false, or yes or no, there and in the environment. Blank lines
-// and lines starting with # are ignored. For example:
+// rest of the line (surrounding blanks removed). A boolean is true or
+// false, or yes or no, there and in the environment. Blank lines and lines
+// starting with # are ignored.
+//
+// A value may be wrapped in quotes, as in redis.conf, to keep blanks at
+// its ends or to give an empty value (redis-addr ""); the quotes are not
+// part of the value. In double quotes, \n, \r, \t, \b, \a and \xHH (two hex
+// digits) are escapes, and a backslash before any other character stands
+// for that character, so \" is a double quote and \\ a backslash. In single
+// quotes everything is literal except \', a single quote. Nothing but
+// blanks may follow the closing quote, and an unclosed quote is an error.
+// A value that does not begin with a quote is taken as written, quotes
+// and backslashes inside it included. For example:
 //
 //	# caskade.conf
 //	dir /var/lib/caskade
 //	sync always
 //	redis-addr 0.0.0.0:6379
 //	requirepass "correct horse battery staple"
+//	redis-socket '/run/caskade/redis.sock'
 package main
 
 import (

@@ -594,3 +594,49 @@ func TestServeConfigFileValues(t *testing.T) {
 		}
 	}
 }
+
+// Config file values are unquoted as redis.conf's are: double quotes with
+// escapes, single quotes literally but for \', both stripped.
+func TestServeConfigFileQuoting(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "caskade.conf")
+	for _, tc := range []struct{ line, want, err string }{
+		{`requirepass plain`, "plain", ""},
+		{`requirepass   spaced out  `, "spaced out", ""},
+		{`requirepass "double quoted"`, "double quoted", ""},
+		{`requirepass 'single quoted'`, "single quoted", ""},
+		{`requirepass ''`, "", ""},
+		{`requirepass ""`, "", ""},
+		{`requirepass "  blanks kept  "`, "  blanks kept  ", ""},
+		{`requirepass '  blanks kept  '`, "  blanks kept  ", ""},
+		{`requirepass "say \"hi\" \\ \n\t\x41\x4a\q"`, "say \"hi\" \\ \n\tAJq", ""},
+		{`requirepass 'it\'s \n "raw"'`, `it's \n "raw"`, ""},
+		{`requirepass "it's"`, "it's", ""},
+		{`requirepass 'say "hi"'`, `say "hi"`, ""},
+		{`requirepass "\xZZ"`, "xZZ", ""},
+		{`requirepass in"side'`, `in"side'`, ""},
+		{`requirepass "unclosed`, "", `:1: unbalanced quotes in "unclosed`},
+		{`requirepass 'unclosed`, "", `:1: unbalanced quotes in 'unclosed`},
+		{`requirepass "ends in backslash\"`, "", "unbalanced quotes"},
+		{`requirepass "a" b`, "", `:1: text "b" after the closing quote of "a" b`},
+		{`requirepass 'a'b`, "", `text "b" after the closing quote`},
+	} {
+		os.WriteFile(conf, []byte(tc.line+"\n"), 0o644)
+		cmd := newServeCmd(&hooks{})
+		cmd.ParseFlags([]string{"--config", conf})
+		err := applyEnvAndFile(cmd.Flags())
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.HasPrefix(err.Error(), "config file "+conf+":") {
+				t.Errorf("%s: %v, want an error containing %q", tc.line, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.line, err)
+			continue
+		}
+		if got := cmd.Flags().Lookup("requirepass").Value.String(); got != tc.want {
+			t.Errorf("%s: requirepass = %q, want %q", tc.line, got, tc.want)
+		}
+	}
+}

@@ -116,7 +116,13 @@ and the database closed.
 
 Every flag can also be given as an environment variable CASKADE_<FLAG>
 (CASKADE_REDIS_ADDR for --redis-addr) or as a "name value" line in the
---config file; flags win over the environment, the environment over the file.`,
+--config file; flags win over the environment, the environment over the file.
+
+In the config file, as in redis.conf, a value may be wrapped in double
+quotes (with the escapes \n, \r, \t, \b, \a, \xHH, \" and \\) or in single
+quotes (literal but for \'), to keep blanks or give an empty value
+(redis-addr ""); lines starting with # are comments. See "go doc
+github.com/caskade/caskade/cmd/caskade" for the details.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := applyEnvAndFile(c.Flags()); err != nil {
@@ -229,12 +235,9 @@ func readConfigFile(path string, fs *pflag.FlagSet) (map[string]setting, error) 
 		}
 		name = strings.TrimPrefix(strings.ToLower(name), "--")
 		val = strings.TrimSpace(val)
-		if len(val) >= 2 && val[0] == '"' && val[len(val)-1] == '"' {
-			uq, err := strconv.Unquote(val)
-			if err != nil {
-				return nil, fmt.Errorf("config file %s:%d: bad quoted value %s", path, n, val)
-			}
-			val = uq
+		val, err := unquoteConfigValue(val)
+		if err != nil {
+			return nil, fmt.Errorf("config file %s:%d: %v", path, n, err)
 		}
 		if name == "config" || name == "help" || fs.Lookup(name) == nil {
 			return nil, fmt.Errorf("config file %s:%d: unknown setting %q", path, n, name)
@@ -292,6 +295,59 @@ func (cfg *serveConfig) validateTLS() error {
 	}
 	return fmt.Errorf("%s %s %s (TLS is served only with all three of --tls-addr, --tls-cert and --tls-key)",
 		strings.Join(given, " and "), verb, strings.Join(missing, " and "))
+}
+
+// unquoteConfigValue returns a config file value without its quotes, as
+// redis.conf reads them: a value wrapped in double quotes takes the
+// escapes \n, \r, \t, \b, \a and \xHH, and a backslash before any other
+// character stands for that character (\" and \\ among them); a value
+// wrapped in single quotes is taken literally but for \', a quote. Nothing
+// may follow the closing quote but blanks, and a quote must be closed. A
+// value that does not begin with a quote is taken as it is.
+func unquoteConfigValue(val string) (string, error) {
+	if val == "" || (val[0] != '"' && val[0] != '\'') {
+		return val, nil
+	}
+	q := val[0]
+	var b strings.Builder
+	for i := 1; i < len(val); i++ {
+		c := val[i]
+		switch {
+		case c == q:
+			if rest := strings.TrimSpace(val[i+1:]); rest != "" {
+				return "", fmt.Errorf("text %q after the closing quote of %s (wrap the whole value in quotes)", rest, val)
+			}
+			return b.String(), nil
+		case c == '\\' && i+1 < len(val) && q == '\'':
+			if val[i+1] == '\'' {
+				i++
+				c = '\''
+			}
+		case c == '\\' && i+1 < len(val):
+			i++
+			switch c = val[i]; c {
+			case 'n':
+				c = '\n'
+			case 'r':
+				c = '\r'
+			case 't':
+				c = '\t'
+			case 'b':
+				c = '\b'
+			case 'a':
+				c = '\a'
+			case 'x':
+				if i+2 < len(val) {
+					if h, err := strconv.ParseUint(val[i+1:i+3], 16, 8); err == nil {
+						c = byte(h)
+						i += 2
+					}
+				}
+			}
+		}
+		b.WriteByte(c)
+	}
+	return "", fmt.Errorf("unbalanced quotes in %s", val)
 }
 
 func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
