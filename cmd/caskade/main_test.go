@@ -640,3 +640,78 @@ func TestServeConfigFileQuoting(t *testing.T) {
 		}
 	}
 }
+
+// --redis-socket-perm sets the socket's permission bits, from the flag,
+// the environment or the config file; without it the socket has the mode
+// the umask gives any new socket.
+func TestServeUnixSocketPerm(t *testing.T) {
+	dir := t.TempDir()
+	mode := func(path string) os.FileMode {
+		t.Helper()
+		fi, err := os.Lstat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode()&os.ModeSocket == 0 {
+			t.Fatalf("%s is not a socket: %v", path, fi.Mode())
+		}
+		return fi.Mode().Perm()
+	}
+	// What the umask leaves a socket: the default.
+	l, err := net.Listen("unix", filepath.Join(dir, "plain.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	umasked := mode(filepath.Join(dir, "plain.sock"))
+	l.Close()
+
+	conf := filepath.Join(dir, "caskade.conf")
+	os.WriteFile(conf, []byte("redis-socket-perm 750\n"), 0o644)
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+		want os.FileMode
+	}{
+		{"default", nil, "", umasked},
+		{"flag 700", []string{"--redis-socket-perm", "700"}, "", 0o700},
+		{"flag 0770", []string{"--redis-socket-perm", "0770"}, "", 0o770},
+		{"flag 0o777", []string{"--redis-socket-perm", "0o777"}, "", 0o777},
+		{"environment", nil, "660", 0o660},
+		{"config file", []string{"--config", conf}, "", 0o750},
+		{"flag over file", []string{"--config", conf, "--redis-socket-perm", "700"}, "", 0o700},
+	} {
+		if tc.env != "" {
+			t.Setenv("CASKADE_REDIS_SOCKET_PERM", tc.env)
+		}
+		sock := filepath.Join(dir, "r.sock")
+		r, err := start(t, append([]string{"--dir", filepath.Join(dir, "d"), "--redis-addr", "", "--redis-socket", sock}, tc.args...)...)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := mode(sock); got != tc.want {
+			t.Errorf("%s: socket mode %v, want %v", tc.name, got, tc.want)
+		}
+		rdb := goredis.NewClient(&goredis.Options{Network: "unix", Addr: sock})
+		if err := rdb.Ping(context.Background()).Err(); err != nil {
+			t.Errorf("%s: PING over the socket: %v", tc.name, err)
+		}
+		rdb.Close()
+		r.stop(t)
+		os.Unsetenv("CASKADE_REDIS_SOCKET_PERM")
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--redis-socket", filepath.Join(dir, "x.sock"), "--redis-socket-perm", "800"}, `invalid argument "800" for "--redis-socket-perm" flag: want permission bits in octal`},
+		{[]string{"--redis-socket", filepath.Join(dir, "x.sock"), "--redis-socket-perm", "1777"}, `invalid argument "1777" for "--redis-socket-perm" flag`},
+		{[]string{"--redis-socket", filepath.Join(dir, "x.sock"), "--redis-socket-perm", "rwx"}, `invalid argument "rwx" for "--redis-socket-perm" flag`},
+		{[]string{"--redis-socket-perm", "700"}, "--redis-socket-perm needs --redis-socket"},
+	} {
+		_, err := start(t, append([]string{"--dir", filepath.Join(dir, "d"), "--redis-addr", "127.0.0.1:0"}, tc.args...)...)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("serve %v: %v, want an error starting %q", tc.args, err, tc.want)
+		}
+	}
+}

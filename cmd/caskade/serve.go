@@ -54,6 +54,7 @@ type serveConfig struct {
 	sync            string
 	redisAddr       string
 	redisSocket     string
+	redisSocketPerm socketPerm
 	requirepass     string
 	maxclients      int
 	timeout         int
@@ -137,6 +138,7 @@ github.com/caskade/caskade/cmd/caskade" for the details.`,
 	f.StringVar(&cfg.sync, "sync", "everysec", "durability: always (fsync before replying), everysec or none")
 	f.StringVar(&cfg.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis protocol TCP address (empty disables)")
 	f.StringVar(&cfg.redisSocket, "redis-socket", "", "Redis protocol unix socket path (empty disables)")
+	f.Var(&cfg.redisSocketPerm, "redis-socket-perm", "permissions of the --redis-socket file, in octal as for chmod, e.g. 700 or 770 (0: as the umask leaves them, usually 755)")
 	f.StringVar(&cfg.requirepass, "requirepass", "", "password clients must give with AUTH or HELLO (empty: none, loopback clients only)")
 	f.IntVar(&cfg.maxclients, "maxclients", redis.DefaultMaxClients, "maximum number of connected clients")
 	f.IntVar(&cfg.timeout, "timeout", 0, "close connections idle for this many seconds (0: never)")
@@ -266,6 +268,8 @@ func (cfg *serveConfig) validate() error {
 		return fmt.Errorf("--timeout %d: want 0 (never) to %d seconds", cfg.timeout, math.MaxInt32)
 	case cfg.eventLoops < -1 || cfg.eventLoops > maxEventLoops:
 		return fmt.Errorf("--event-loops %d: want -1 (a goroutine per connection), 0 (one per processor) or 1 to %d", cfg.eventLoops, maxEventLoops)
+	case cfg.redisSocketPerm != 0 && cfg.redisSocket == "":
+		return errors.New("--redis-socket-perm needs --redis-socket (the socket whose permissions it sets)")
 	case cfg.redisAddr == "" && cfg.redisSocket == "" && cfg.tlsAddr == "" && cfg.memcacheAddr == "" && cfg.memcacheUDPAddr == "" && cfg.httpAddr == "":
 		return errors.New("nothing to serve: every listener address is empty")
 	}
@@ -419,6 +423,14 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 			return fail(fmt.Errorf("--redis-socket: %w", err))
 		}
 		listeners = append(listeners, l)
+		if cfg.redisSocketPerm != 0 {
+			// As Redis's unixsocketperm: set once the socket exists.
+			// Connecting needs write permission, which the usual umask
+			// (022) gives no one but the owner meanwhile.
+			if err := os.Chmod(cfg.redisSocket, fs.FileMode(cfg.redisSocketPerm)); err != nil {
+				return fail(fmt.Errorf("--redis-socket-perm: %w", err))
+			}
+		}
 	}
 	if cfg.tlsAddr != "" {
 		cert, warning, err := loadCert(cfg.tlsCert, cfg.tlsKey, time.Now())
@@ -523,6 +535,28 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 	}
 	return nil
 }
+
+// socketPerm is the --redis-socket-perm flag: permission bits in octal,
+// as chmod takes them (700, 0770 or 0o660); 0 leaves them to the umask.
+type socketPerm uint32
+
+func (p *socketPerm) String() string {
+	if *p == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%#o", uint32(*p))
+}
+
+func (p *socketPerm) Set(s string) error {
+	v, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0o"), "0O"), 8, 32)
+	if err != nil || v > 0o777 {
+		return fmt.Errorf("want permission bits in octal, 0 to 777, such as 700 or 770")
+	}
+	*p = socketPerm(v)
+	return nil
+}
+
+func (p *socketPerm) Type() string { return "octal" }
 
 // maxSocketPath is the longest path a unix socket can be bound to.
 var maxSocketPath = len(syscall.RawSockaddrUnix{}.Path) - 1
