@@ -465,6 +465,75 @@ func (r *rateLimiter) wait(n int64) bool {
 	return false
 }
 
+// ReclaimableBytes reports how many bytes of data files a Merge started now
+// would free: those of the overwritten, deleted and expired records and
+// the tombstones in the files it would take (every sealed file, and the
+// active one if it holds dead records). Keys that have expired count,
+// although the file statistics (Stats) count them as live until a merge
+// or active expiry drops them. A tombstone that Merge would have to write
+// again, to carry the newest version, does not count. 0 means that Merge
+// would only rewrite the same live records in key order, into fewer files
+// perhaps: a caller that merges to reclaim space can skip it.
+//
+// It walks a snapshot of the key directory, in memory (about as long as
+// iterating every key without values), and reads no file; reads and
+// writes go on meanwhile. It is safe for concurrent use; a write or a
+// merge that runs at the same time can make the answer out of date.
+func (db *DB) ReclaimableBytes() int64 {
+	db.mu.Lock()
+	v := db.newViewLocked()
+	active := db.active.Load()
+	var activeDead bool
+	if active != nil {
+		st := db.fstats[active.ID]
+		activeDead = st != nil && st.dead > 0
+	}
+	inputs := map[uint32]bool{}
+	var total int64
+	var newest uint64
+	for id, f := range v.files.files {
+		if active != nil && id == active.ID && !activeDead {
+			continue
+		}
+		inputs[id] = true
+		total += f.Size() - record.FileHeaderSize
+		if st := db.fstats[id]; st != nil {
+			newest = max(newest, st.maxVer)
+		}
+	}
+	db.mu.Unlock()
+	defer v.release()
+	if len(inputs) == 0 {
+		return 0
+	}
+	// What merger.run would write: every live record of the inputs that
+	// has not expired, and keepNewestVersion's tombstone if none of them
+	// carries the newest version.
+	var live int64
+	var top uint64
+	it := v.tree.Iter()
+	defer it.Release()
+	for ok := it.First(); ok; ok = it.Next() {
+		e := it.Entry()
+		if !inputs[e.FileID] || e.Expired(v.nowMs) {
+			continue
+		}
+		live += record.HeaderSize + int64(len(it.Key())) + int64(e.ValLen)
+		top = max(top, e.Version)
+	}
+	if newest > top {
+		key := []byte{}
+		for {
+			if _, ok := v.tree.Get(key); !ok {
+				break
+			}
+			key = append(key, 0)
+		}
+		live += int64(record.HeaderSize + len(key))
+	}
+	return max(total-live, 0)
+}
+
 // NeedsMerge reports whether the sealed files are dead enough for the
 // automatic merge thresholds of Options.
 func (db *DB) NeedsMerge() bool {

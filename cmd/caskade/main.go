@@ -1,7 +1,7 @@
 // Command caskade is the caskade database server and tool.
 //
 //	caskade serve [flags]                    serve the database (Redis, memcached and HTTP protocols)
-//	caskade merge DIR                        compact the database in DIR
+//	caskade merge DIR [--force]              compact the database in DIR (if anything in it is dead)
 //	caskade backup DIR DEST [--link]         write a verified copy of DIR to DEST
 //	caskade restore BACKUP DIR [--force]     verify a backup and install it as DIR
 //	caskade check DIR [--repair DEST]        verify every record and hint file; write a salvaged copy

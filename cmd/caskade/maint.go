@@ -116,6 +116,7 @@ type maint struct {
 	out  io.Writer // the summary
 	errw io.Writer // progress bars
 	show bool
+	now  func() time.Time // the clock for expiry (nil: time.Now)
 }
 
 func newMaint(cmd *cobra.Command, h *hooks, verbose bool) *maint {
@@ -133,6 +134,7 @@ func newMaint(cmd *cobra.Command, h *hooks, verbose bool) *maint {
 		out:  cmd.OutOrStdout(),
 		errw: errw,
 		show: h.progress || isTerminal(errw),
+		now:  h.now,
 	}
 }
 
@@ -163,7 +165,7 @@ has open.
 `
 
 func newMergeCmd(h *hooks) *cobra.Command {
-	var verbose bool
+	var verbose, force bool
 	cmd := &cobra.Command{
 		Use:   "merge DIR",
 		Short: "Compact the database in DIR",
@@ -171,24 +173,42 @@ func newMergeCmd(h *hooks) *cobra.Command {
 files (the newest one too, if it holds dead records) are rewritten in key
 order into new files with hint files, and overwritten, deleted and expired
 records are dropped. It prints a one-line summary.
+
+When no file holds an overwritten, deleted or expired record, there is
+nothing to reclaim: it says so and leaves every file as it was. --force
+rewrites the files anyway (in key order, which range reads then read in
+file order, and into as few files as they fit).
 ` + lockNote + `
 A running server merges on its own (and on BGREWRITEAOF).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return runMerge(c.Context(), newMaint(c, h, verbose), args[0])
+			return runMerge(c.Context(), newMaint(c, h, verbose), args[0], force)
 		},
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log what happens (info level) to stderr")
+	cmd.Flags().BoolVar(&force, "force", false, "rewrite the data files even when nothing in them is dead")
 	return cmd
 }
 
-func runMerge(ctx context.Context, m *maint, dir string) error {
+// nothingToMerge is merge's summary when no file holds a dead record.
+const nothingToMerge = "nothing to merge (no overwritten, deleted or expired records); files left as they were"
+
+func runMerge(ctx context.Context, m *maint, dir string, force bool) error {
 	if err := requireDatabase(dir); err != nil {
 		return err
 	}
-	db, err := caskade.Open(dir, &caskade.Options{Logger: m.log, MergeInterval: -1, ExpiryPeriod: -1})
+	db, err := caskade.Open(dir, &caskade.Options{Logger: m.log, MergeInterval: -1, ExpiryPeriod: -1, Now: m.now})
 	if err != nil {
 		return openErr(err, dir)
+	}
+	if !force && db.ReclaimableBytes() == 0 {
+		// Keys that expired count too, though the file statistics count
+		// them as live until they are merged (active expiry is off here).
+		if err := db.Close(); err != nil {
+			return wrapf(err, dir, "close %s", dir)
+		}
+		fmt.Fprintf(m.out, "merge %s: %s\n", dir, nothingToMerge)
+		return nil
 	}
 	pb := m.progress(0, "merging", true, false)
 	stop := make(chan struct{})
@@ -232,7 +252,7 @@ func runMerge(ctx context.Context, m *maint, dir string) error {
 		return wrapf(cerr, dir, "close %s", dir)
 	}
 	if st.InputFiles == 0 {
-		fmt.Fprintf(m.out, "merge %s: nothing to merge (no dead records)\n", dir)
+		fmt.Fprintf(m.out, "merge %s: %s\n", dir, nothingToMerge)
 		return nil
 	}
 	saved := 0.0

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -187,6 +188,10 @@ func TestMergeOfDamagedData(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Something to merge: with nothing dead, merge leaves the files be.
+	if err := db.Delete([]byte("key-0299")); err != nil {
+		t.Fatal(err)
+	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -255,6 +260,132 @@ func TestMergeShrinksAndKeepsLiveKeys(t *testing.T) {
 	v := run(t, nil, nil, "merge", "--verbose", dir)
 	if v.err != nil || !strings.Contains(v.stderr, "level=INFO") {
 		t.Errorf("merge --verbose: err %v, stderr %q; want info logs", v.err, v.stderr)
+	}
+}
+
+// fileState is the name, size, modification time and identity (os.SameFile)
+// of every file in a directory: what "left untouched" means.
+type fileState map[string]os.FileInfo
+
+func filesIn(t *testing.T, dir string) fileState {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := fileState{}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[e.Name()] = fi
+	}
+	return m
+}
+
+func (a fileState) same(b fileState) bool {
+	return maps.EqualFunc(a, b, func(x, y os.FileInfo) bool {
+		return os.SameFile(x, y) && x.Size() == y.Size() && x.ModTime().Equal(y.ModTime())
+	})
+}
+
+// merge on a database with nothing dead says so and leaves every file as
+// it was (--force rewrites them anyway); it merges once a key is deleted
+// and then, with only the tombstone that carries the newest version left
+// over, has nothing to do again; and it merges keys that have expired,
+// which the file statistics count as live.
+func TestMergeWithNothingDead(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	clock := start
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone, MaxFileSize: 8 << 10, MergeInterval: -1,
+		Now: func() time.Time { return clock }})
+	want := map[string]entry{}
+	for i := range 300 {
+		k, v := fmt.Sprintf("key-%04d", i), fmt.Sprintf("value-%04d-%s", i, strings.Repeat("v", 50))
+		e := entry{val: v}
+		if i%100 == 7 {
+			e.exp = start.Add(time.Duration(i+1) * time.Minute).UnixMilli() // 8, 108 and 208 minutes
+		}
+		write(t, db, map[string]entry{k: e})
+		want[k] = e
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(filesIn(t, dir)); n < 4 {
+		t.Fatalf("%d files: the test wants several sealed data files", n)
+	}
+	h := &hooks{now: func() time.Time { return clock }}
+	mergeOut := func(args ...string) string {
+		t.Helper()
+		r := run(t, h, nil, append([]string{"merge"}, args...)...)
+		if r.err != nil || r.stderr != "" {
+			t.Fatalf("merge %v: %v, stderr %q", args, r.err, r.stderr)
+		}
+		return r.stdout
+	}
+	nothing := "merge " + dir + ": nothing to merge (no overwritten, deleted or expired records); files left as they were\n"
+	before := filesIn(t, dir)
+	if out := mergeOut(dir); out != nothing {
+		t.Errorf("merge with nothing dead: %q, want %q", out, nothing)
+	}
+	if !before.same(filesIn(t, dir)) {
+		t.Errorf("merge with nothing dead changed the files")
+	}
+	if out := mergeOut("--force", dir); !strings.HasPrefix(out, "merged "+dir+": ") {
+		t.Errorf("merge --force: %q, want a summary", out)
+	}
+	if before.same(filesIn(t, dir)) {
+		t.Errorf("merge --force left the files as they were")
+	}
+	if out := mergeOut(dir); out != nothing {
+		t.Errorf("merge after merge --force: %q, want %q", out, nothing)
+	}
+	sameContents(t, "after merge --force", contents(t, dir), want)
+
+	// A delete: merged once, then nothing to merge, although the kept
+	// tombstone counts as dead in the file statistics.
+	db = openDB(t, dir, &caskade.Options{MergeInterval: -1, Now: func() time.Time { return clock }})
+	if err := db.Delete([]byte("key-0299")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, "key-0299")
+	if out := mergeOut(dir); !strings.HasPrefix(out, "merged "+dir+": ") {
+		t.Errorf("merge after a delete: %q, want a summary", out)
+	}
+	before = filesIn(t, dir)
+	if out := mergeOut(dir); out != nothing {
+		t.Errorf("a second merge after a delete: %q, want %q", out, nothing)
+	}
+	if !before.same(filesIn(t, dir)) {
+		t.Errorf("a second merge after a delete changed the files")
+	}
+	sameContents(t, "after merging a delete", contents(t, dir), want)
+
+	// Two hours later two keys have expired: merge drops them.
+	clock = start.Add(2 * time.Hour)
+	size := dataBytes(t, dir)
+	if out := mergeOut(dir); !strings.Contains(out, "records") || !strings.HasPrefix(out, "merged "+dir+": ") {
+		t.Errorf("merge with expired keys: %q, want a summary", out)
+	}
+	if after := dataBytes(t, dir); after >= size {
+		t.Errorf("merge with expired keys: %d bytes of data files, %d before", after, size)
+	}
+	delete(want, "key-0007")
+	delete(want, "key-0107")
+	if out := mergeOut(dir); out != nothing {
+		t.Errorf("merge after merging expired keys: %q, want %q", out, nothing)
+	}
+	db = openDB(t, dir, &caskade.Options{ReadOnly: true, Now: func() time.Time { return start }})
+	st := db.Stats()
+	db.Close()
+	if st.Keys != len(want) {
+		t.Errorf("after merging expired keys: %d keys on disk (read an hour before they expired), want %d", st.Keys, len(want))
 	}
 }
 
@@ -671,6 +802,8 @@ func TestProgressQuietWithoutTerminal(t *testing.T) {
 			if !quiet {
 				// Fresh targets for the second round.
 				switch args[0] {
+				case "merge":
+					args = []string{"merge", "--force", dir} // the first round left nothing dead
 				case "check":
 					args[3] = filepath.Join(t.TempDir(), "repaired")
 				case "backup", "restore":

@@ -45,6 +45,8 @@ type hooks struct {
 	// progress shows the maintenance commands' progress bars even when
 	// stderr is not a terminal.
 	progress bool
+	// now, if set, is the maintenance commands' clock for expiry.
+	now func() time.Time
 }
 
 // serveConfig holds the serve flags.
