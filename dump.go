@@ -122,8 +122,14 @@ func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (DumpSta
 	var st DumpStats
 	br := bufio.NewReaderSize(r, 1<<20)
 	hdr := make([]byte, len(dumpHeader))
-	if _, err := io.ReadFull(br, hdr); err != nil || string(hdr) != dumpHeader {
-		return st, fmt.Errorf("%w: not a caskade dump (header %q)", ErrBadDump, hdr)
+	n, err := io.ReadFull(br, hdr)
+	switch {
+	case err == io.EOF:
+		return st, fmt.Errorf("%w: the input is empty", ErrBadDump)
+	case err != nil && err != io.ErrUnexpectedEOF:
+		return st, fmt.Errorf("caskade: read the dump: %w", err)
+	case string(hdr[:n]) != dumpHeader:
+		return st, fmt.Errorf("%w: not a caskade dump (it begins %q)", ErrBadDump, hdr[:n])
 	}
 	now := db.nowMs()
 	var b Batch

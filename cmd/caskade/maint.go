@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/caskade/caskade"
@@ -59,7 +60,24 @@ func openErr(err error, dir string) error {
 		return &cliError{msg: fmt.Sprintf("open %s: %s (caskade check %s shows the damage; --repair DEST writes a salvaged copy)",
 			dir, reason(err), dir), err: err}
 	}
+	if errors.Is(err, syscall.ENOTDIR) {
+		// "create DIR: mkdir DIR: not a directory" says less.
+		return &cliError{msg: fmt.Sprintf("open %s: %s is not a directory", dir, notDirPath(dir)), err: err}
+	}
 	return wrapf(err, dir, "open %s", dir)
+}
+
+// notDirPath returns the part of path that exists and is not a directory
+// (path itself, or one of its parents).
+func notDirPath(path string) string {
+	for p := path; ; p = filepath.Dir(p) {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p
+		}
+		if filepath.Dir(p) == p {
+			return path
+		}
+	}
 }
 
 // inUse is the error for a directory whose lock another process holds.
@@ -474,6 +492,15 @@ func runDump(ctx context.Context, m *maint, stdout io.Writer, dir, output string
 	if output == "" && isTerminal(stdout) {
 		return errors.New("dump: refusing to write a binary dump to a terminal (use -o FILE or redirect standard output)")
 	}
+	if output != "" {
+		// Found now rather than by the rename at the end of the dump.
+		if fi, err := os.Stat(output); err == nil && fi.IsDir() {
+			return fmt.Errorf("dump: -o %s is a directory (give a file name)", output)
+		}
+		if err := requireDir(filepath.Dir(output)); err != nil {
+			return fmt.Errorf("dump: -o %s: %w", output, err)
+		}
+	}
 	db, err := caskade.Open(dir, &caskade.Options{ReadOnly: true, Logger: m.log})
 	if err != nil {
 		return openErr(err, dir)
@@ -580,7 +607,11 @@ func runLoad(ctx context.Context, m *maint, stdin io.Reader, dir, input string, 
 			return fmt.Errorf("load: %w", err)
 		}
 		defer f.Close()
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		fi, err := f.Stat()
+		if err == nil && fi.IsDir() {
+			return fmt.Errorf("load: -i %s is a directory (give a dump file)", input)
+		}
+		if err == nil && fi.Mode().IsRegular() {
 			size = fi.Size()
 		}
 		r = f

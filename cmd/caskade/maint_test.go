@@ -467,6 +467,15 @@ func TestMaintenanceArgumentErrors(t *testing.T) {
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dirAsFile := t.TempDir()
+	db := t.TempDir()
+	if err := openDB(t, db, nil).Close(); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args []string
 		want string
@@ -479,12 +488,29 @@ func TestMaintenanceArgumentErrors(t *testing.T) {
 		{[]string{"load", t.TempDir(), "--batch-bytes", "0"}, "--batch-bytes 0: want 1 to"},
 		{[]string{"merge"}, "accepts 1 arg(s), received 0"},
 		{[]string{"backup", t.TempDir()}, "accepts 2 arg(s), received 1"},
+		// An empty input, a directory as input or output, a file as the
+		// database: said in those words, not as a dump "header" of zero
+		// bytes, a failed rename, or "mkdir FILE: not a directory".
+		{[]string{"load", filepath.Join(t.TempDir(), "db"), "-i", empty}, "load into "},
+		{[]string{"load", filepath.Join(t.TempDir(), "db"), "-i", os.DevNull}, "load into "},
+		{[]string{"load", t.TempDir(), "-i", dirAsFile}, "load: -i " + dirAsFile + " is a directory (give a dump file)"},
+		{[]string{"load", file, "-i", empty}, "open " + file + ": " + file + " is not a directory"},
+		{[]string{"load", filepath.Join(file, "db"), "-i", empty}, "open " + filepath.Join(file, "db") + ": " + file + " is not a directory"},
+		{[]string{"dump", db, "-o", dirAsFile}, "dump: -o " + dirAsFile + " is a directory (give a file name)"},
+		{[]string{"dump", db, "-o", filepath.Join(missing, "dump")}, "dump: -o " + filepath.Join(missing, "dump") + ": " + missing + ": no such directory"},
+		{[]string{"dump", db, "-o", filepath.Join(file, "dump")}, "dump: -o " + filepath.Join(file, "dump") + ": " + file + " is not a directory"},
 	}
 	for _, tt := range tests {
 		r := run(t, nil, nil, tt.args...)
 		if r.err == nil || !strings.HasPrefix(r.err.Error(), tt.want) {
 			t.Errorf("caskade %s: err %v, want one starting %q", strings.Join(tt.args, " "), r.err, tt.want)
 		}
+		if tt.args[0] == "load" && tt.want == "load into " && !strings.HasSuffix(r.err.Error(), "bad dump stream: the input is empty") {
+			t.Errorf("caskade %s: err %v, want one saying the input is empty", strings.Join(tt.args, " "), r.err)
+		}
+	}
+	if names, _ := os.ReadDir(dirAsFile); len(names) != 0 {
+		t.Errorf("refused commands left files in %s: %v", dirAsFile, names)
 	}
 }
 

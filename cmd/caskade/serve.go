@@ -111,9 +111,11 @@ func newServeCmd(h *hooks) *cobra.Command {
 	var cfg serveConfig
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the database over the Redis protocol",
+		Short: "Serve the database over the Redis, memcached and HTTP protocols",
 		Long: `Serve opens the database in --dir and serves it over the Redis protocol
-(RESP2 and RESP3) on TCP, a unix socket and TLS. SIGINT and SIGTERM stop it
+(RESP2 and RESP3) on TCP, a unix socket and TLS, the memcached protocol
+(TCP, and UDP if asked) and HTTP, each on its own address (an empty address
+turns that listener off). SIGINT and SIGTERM stop it
 gracefully: listeners close, commands in flight finish, the data is synced
 and the database closed.
 
