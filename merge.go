@@ -227,13 +227,7 @@ func (m *merger) keepNewestVersion() error {
 	if newest <= m.topVer {
 		return nil
 	}
-	key := []byte{}
-	for {
-		if _, ok := m.view.tree.Get(key); !ok {
-			break
-		}
-		key = append(key, 0)
-	}
+	key := versionKey(m.view)
 	if err := m.output(int64(record.HeaderSize+len(key)), newest); err != nil {
 		return err
 	}
@@ -244,6 +238,18 @@ func (m *merger) keepNewestVersion() error {
 	m.hints = slices.Insert(m.hints, i, record.Hint{Kind: record.KindDelete, Version: newest, Offset: off, Key: key})
 	m.note(newest)
 	return nil
+}
+
+// versionKey returns the key of keepNewestVersion's tombstone: the
+// shortest run of zero bytes that has no entry in v.
+func versionKey(v *view) []byte {
+	key := []byte{}
+	for {
+		if _, ok := v.tree.Get(key); !ok {
+			return key
+		}
+		key = append(key, 0)
+	}
 }
 
 // output makes sure there is an output with room for a record of size
@@ -522,14 +528,7 @@ func (db *DB) ReclaimableBytes() int64 {
 		top = max(top, e.Version)
 	}
 	if newest > top {
-		key := []byte{}
-		for {
-			if _, ok := v.tree.Get(key); !ok {
-				break
-			}
-			key = append(key, 0)
-		}
-		live += int64(record.HeaderSize + len(key))
+		live += int64(record.HeaderSize + len(versionKey(v)))
 	}
 	return max(total-live, 0)
 }
