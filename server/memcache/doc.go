@@ -18,7 +18,13 @@
 // Where memcached releases differ, caskade follows the current one
 // (1.6.4x: doc/protocol.txt and its parser): for example a storage command
 // with a bad flags or exptime token skips its data block, and lines shorter
-// than four bytes get "CLIENT_ERROR bad command line format". The tests
+// than four bytes get "CLIENT_ERROR bad command line format". Numbers are
+// read as memcached 1.6.4x reads them: digits only (and a leading '-'
+// where the number is signed), except a storage command's flags and
+// exptime, which memcached reads with strtoul/strtol and so also take a
+// leading '+'; a <bytes> or ms <datalen> over 2147483645 is a bad command
+// line, its data not skipped; a meta flag token starting with neither a
+// letter nor a digit makes the whole line bad. The tests
 // compare caskade with a real memcached where one is installed
 // (TestDifferentialAgainstMemcached), leaving out what changed between
 // releases.

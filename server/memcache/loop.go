@@ -303,11 +303,7 @@ func dataSize(line []byte, authed bool) (int, bool) {
 	if n <= at {
 		return 0, false
 	}
-	size, ok := parseInt(toks[at], 32)
-	if !ok || size < 0 {
-		return 0, false
-	}
-	return int(size), true
+	return parseDataLen(toks[at])
 }
 
 // readOnlyLine reports whether a command line only reads (it may then run

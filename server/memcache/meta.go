@@ -28,6 +28,21 @@ type metaReq struct {
 
 func (m *metaReq) has(c byte) bool { return m.seen[c] }
 
+// metaFlagsTokenize reports whether every flag token starts with a byte
+// memcached's meta tokenizer takes: a letter (the bytes 'A' to 'z') or a
+// digit. Any other first byte ("!", "~", 0x80 and up) makes memcached
+// (1.6.4x) refuse the line as a whole, with "bad command line format",
+// before it looks at what the flags mean ("invalid flag" is for a letter
+// the command does not know).
+func metaFlagsTokenize(toks [][]byte) bool {
+	for _, tok := range toks {
+		if c := tok[0]; (c < 'A' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // parseMeta parses a meta command's key (token 1) and flags (tokens from
 // first on), with memcached's checks and error strings. It returns "" or
 // the error line.
@@ -44,6 +59,9 @@ func (ss *session) parseMeta(first int, m *metaReq) string {
 	}
 	m.key = t[1]
 	m.toks = t[min(first, len(t)):]
+	if !metaFlagsTokenize(m.toks) {
+		return errBadFormat
+	}
 	errstr := ""
 	for _, tok := range m.toks {
 		o := tok[0]
@@ -403,12 +421,11 @@ func (ss *session) metaSet() error {
 		ss.replyErrorAlways(errBadFormat)
 		return nil
 	}
-	n, ok := parseInt(t[2], 32)
-	if !ok || n < 0 {
+	size, ok := parseDataLen(t[2])
+	if !ok {
 		ss.replyErrorAlways(errBadFormat)
 		return nil
 	}
-	size := int(n)
 	var m metaReq
 	e := ss.parseMeta(3, &m)
 	mode := modeSet
@@ -741,6 +758,10 @@ func (ss *session) metaDebug() {
 	s := ss.s
 	t := ss.toks
 	if len(t) < 2 || len(t[1]) > MaxKeyLength {
+		ss.replyErrorAlways(errBadFormat)
+		return
+	}
+	if !metaFlagsTokenize(t[2:]) {
 		ss.replyErrorAlways(errBadFormat)
 		return
 	}

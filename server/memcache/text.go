@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -32,25 +33,54 @@ func validBinaryKey(k []byte) bool {
 	return len(k) > 0 && len(k) <= MaxKeyLength && k[0] != 0xff
 }
 
-// parseUint parses an optionally '+'-signed decimal that fits bits bits.
+// parseUint parses a decimal of digits only that fits bits bits. As in
+// memcached 1.6.4x (whose token parser takes digits and nothing else), a
+// sign is refused: "+5" is no more a number than "-5" is.
 func parseUint(b []byte, bits int) (uint64, bool) {
-	if len(b) > 0 && b[0] == '+' {
-		b = b[1:]
-	}
-	if len(b) == 0 {
+	if len(b) == 0 || b[0] == '+' {
 		return 0, false
 	}
 	n, err := strconv.ParseUint(string(b), 10, bits)
 	return n, err == nil
 }
 
-// parseInt parses an optionally signed decimal that fits bits bits.
+// parseInt parses a decimal of digits, optionally after a '-', that fits
+// bits bits. A '+' is refused, as memcached 1.6.4x refuses it.
 func parseInt(b []byte, bits int) (int64, bool) {
-	if len(b) == 0 {
+	if len(b) == 0 || b[0] == '+' {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(string(b), 10, bits)
 	return n, err == nil
+}
+
+// parseStrtol parses a storage command's flags (bits 32, unsigned) or
+// exptime (signed): memcached reads those two with strtoul and strtol,
+// which also take a leading '+'; every other number it reads with a
+// parser that does not.
+func parseStrtol(b []byte, bits int, signed bool) (int64, bool) {
+	if len(b) > 1 && b[0] == '+' && b[1] != '+' && b[1] != '-' {
+		b = b[1:]
+	}
+	if !signed {
+		n, ok := parseUint(b, bits)
+		return int64(n), ok
+	}
+	return parseInt(b, bits)
+}
+
+// maxDataLen is the largest <bytes> (or ms <datalen>) memcached accepts:
+// it adds 2 for the CRLF to a 32-bit signed length, so a larger one is a
+// bad command line, answered at once with no data block skipped.
+const maxDataLen = math.MaxInt32 - 2
+
+// parseDataLen parses a storage command's <bytes> or ms's <datalen>.
+func parseDataLen(b []byte) (int, bool) {
+	n, ok := parseInt(b, 32)
+	if !ok || n < 0 || n > maxDataLen {
+		return 0, false
+	}
+	return int(n), true
 }
 
 // expiryTime converts a memcached exptime: 0 never (the zero Time), up to
@@ -214,16 +244,15 @@ func (ss *session) storage(cmd commandID) error {
 		ss.replyError(errBadFormat)
 		return nil
 	}
-	n, ok := parseInt(t[4], 32)
-	if !ok || n < 0 {
+	size, ok := parseDataLen(t[4])
+	if !ok {
 		ss.replyError(errBadFormat)
 		return nil
 	}
 	ss.noreply = ss.lastIsNoreply()
-	size := int(n)
 	key := t[1]
-	flags, okf := parseUint(t[2], 32)
-	e, oke := parseInt(t[3], 32)
+	flags, okf := parseStrtol(t[2], 32, false)
+	e, oke := parseStrtol(t[3], 32, true)
 	var cas uint64
 	okc := true
 	if cmd == cmdCas {

@@ -183,6 +183,47 @@ var textCases = []struct {
 		{"set a 0 0\r\n", "CLIENT_ERROR bad command line format\r\n"},
 		{"set a 0 0 4294967296\r\n", "CLIENT_ERROR bad command line format\r\n"},
 	}},
+	{"a sign only where memcached takes one", []step{
+		// memcached 1.6.4x reads a storage command's flags and exptime
+		// with strtoul/strtol, which take a '+', and every other number
+		// with a parser of digits only (and '-' where it is signed).
+		{"set a +5 +100 1\r\nx\r\n", "STORED\r\n"},
+		{"mg a f v\r\n", "VA 1 f5\r\nx\r\n"},
+		{"set a 0 0 +1\r\nx\r\n", "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"},
+		{"cas a 0 0 1 +1\r\ny\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"prepend a 0 0 +1\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"set n 0 0 1\r\n5\r\nincr n +1\r\ndecr n +1\r\n",
+			"STORED\r\nCLIENT_ERROR invalid numeric delta argument\r\nCLIENT_ERROR invalid numeric delta argument\r\n"},
+		{"touch a +10\r\ngat +10 a\r\ngats +0 a\r\n", "CLIENT_ERROR invalid exptime argument\r\nCLIENT_ERROR invalid exptime argument\r\nCLIENT_ERROR invalid exptime argument\r\n"},
+		{"verbosity +1\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"flush_all +0\r\n", "CLIENT_ERROR invalid exptime argument\r\n"},
+		{"ms a +1\r\nx\r\n", "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"},
+		{"ms a 1 T+10\r\nx\r\n", "CLIENT_ERROR bad token in command line format\r\n"},
+		{"ms a 1 F+1\r\nx\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"ms a 1 E+5\r\nx\r\n", "CLIENT_ERROR bad token in command line format\r\n"},
+		{"ms a 1 C+1\r\nx\r\n", "CLIENT_ERROR bad token in command line format\r\n"},
+		{"mg a N+10 v\r\nmg a R+10 v\r\nmg a T+10 v\r\n", "CLIENT_ERROR bad token in command line format\r\nCLIENT_ERROR bad token in command line format\r\nCLIENT_ERROR bad token in command line format\r\n"},
+		{"md a C+1\r\nmd a I T+30\r\n", "CLIENT_ERROR bad token in command line format\r\nCLIENT_ERROR bad token in command line format\r\n"},
+		{"ma n J+5 N0\r\nma n D+1\r\nma n T+10\r\n", "CLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\n"},
+		{"mg a f v\r\nmg n v\r\n", "VA 1 f5\r\nx\r\nVA 1\r\n5\r\n"},
+	}},
+	{"a data length memcached cannot add 2 to", []step{
+		// memcached adds the CRLF to a 32-bit signed length: past
+		// 2^31-3 the line is bad and nothing is skipped.
+		{"set a 0 0 2147483646\r\nx\r\n", "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"},
+		{"ms a 2147483647\r\nx\r\n", "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"},
+		{"get a\r\n", "END\r\n"},
+	}},
+	{"meta flags the tokenizer refuses", []step{
+		// A flag token starting with neither a letter nor a digit makes
+		// the whole line bad; a letter the command does not know is an
+		// invalid flag.
+		{"mg a !\r\nmg a v ~\r\nmg a v \x80\r\n", "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"},
+		{"md a {\r\nma a !\r\nme a !\r\n", "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"},
+		{"ms a 1 ~\r\nx\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"mg a 9\r\nmg a Z\r\n", "CLIENT_ERROR invalid flag\r\nCLIENT_ERROR invalid flag\r\n"},
+		{"get a\r\n", "END\r\n"},
+	}},
 	{"bad data chunk", []step{
 		{"set a 0 0 3\r\nabcde\r\n", "CLIENT_ERROR bad data chunk\r\nCLIENT_ERROR bad command line format\r\n"},
 		{"get a\r\n", "END\r\n"},
