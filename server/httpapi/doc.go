@@ -32,7 +32,12 @@
 // If-None-Match: * only if it is absent; otherwise 412 precondition_failed.
 // The check and the write are one atomic commit (caskade.Batch.Check), so a
 // concurrent write from any protocol (a Redis SET, a memcached set) fails
-// the condition. GET honours If-None-Match (304) and If-Match (412). A PUT
+// the condition. GET honours If-None-Match (304) and If-Match (412). A
+// header whose tags are not versions (If-Match: abc) is refused with 400
+// invalid_argument, as is a query string that does not parse (a bad
+// %-escape), a ttl outside 1 to 3153600000 seconds and an expires_at
+// after the year 9999. A key path with a bad %-escape never reaches the
+// handler: net/http answers it with a plain-text 400. A PUT
 // response carries the new version when it can be confirmed by reading the
 // key back (the engine does not report a batch's commit version); if the
 // key was overwritten in between, the headers are left out.

@@ -61,28 +61,41 @@ type precondition struct {
 	present  bool
 	any      bool // "*"
 	versions []uint64
-	bad      bool // a tag that is not a version (it matches nothing)
+	bad      bool // a tag that is not a version, or no tag at all
 }
 
 // parsePrecondition reads a list of entity tags ("123", W/"123", 123, *).
+// A tag that is none of those (say "abc", an unbalanced quote, a number
+// past 2^64-1) or a header with no tag marks it bad: the request is then
+// refused (badPrecondition), rather than compared with a tag no version
+// can match, which would fail an If-Match for a reason the client cannot
+// see and let an If-None-Match write over anything.
 func parsePrecondition(h http.Header, name string) precondition {
 	vals := h.Values(name)
 	if len(vals) == 0 {
 		return precondition{}
 	}
 	p := precondition{present: true}
+	tags := 0
 	for _, v := range vals {
 		for _, tag := range strings.Split(v, ",") {
 			tag = strings.TrimSpace(tag)
 			if tag == "" {
 				continue
 			}
+			tags++
 			if tag == "*" {
 				p.any = true
 				continue
 			}
 			tag = strings.TrimPrefix(tag, "W/")
-			tag = strings.Trim(tag, `"`)
+			if len(tag) >= 2 && tag[0] == '"' && tag[len(tag)-1] == '"' {
+				tag = tag[1 : len(tag)-1]
+			}
+			if tag == "" || tag[0] < '0' || tag[0] > '9' {
+				p.bad = true
+				continue
+			}
 			n, err := strconv.ParseUint(tag, 10, 64)
 			if err != nil {
 				p.bad = true
@@ -91,7 +104,39 @@ func parsePrecondition(h http.Header, name string) precondition {
 			p.versions = append(p.versions, n)
 		}
 	}
+	if tags == 0 {
+		p.bad = true
+	}
 	return p
+}
+
+// badPrecondition answers 400 if either parsed header is malformed, and
+// reports whether it did.
+func badPrecondition(w http.ResponseWriter, ifMatch, ifNoneMatch precondition) bool {
+	name := "If-Match"
+	switch {
+	case ifMatch.bad:
+	case ifNoneMatch.bad:
+		name = "If-None-Match"
+	default:
+		return false
+	}
+	writeError(w, http.StatusBadRequest, "invalid_argument",
+		name+` must be a list of versions ("123", W/"123" or 123) or *`)
+	return true
+}
+
+// parseQuery parses r's query string, answering 400 if it does not parse
+// (a bad %-escape, a semicolon): r.URL.Query() drops such a pair
+// silently, so a PUT with ?ttl=%zz would store a key that never expires
+// and a listing with ?prefix=%zz would list every key.
+func parseQuery(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_argument", "bad query string: "+err.Error())
+		return nil, false
+	}
+	return q, true
 }
 
 // matches reports whether the precondition's tags match a key that exists
@@ -161,6 +206,10 @@ func (s *Server) kvGet(w http.ResponseWriter, r *http.Request, key []byte) {
 		return
 	}
 	ifMatch := parsePrecondition(r.Header, "If-Match")
+	inm := parsePrecondition(r.Header, "If-None-Match")
+	if badPrecondition(w, ifMatch, inm) {
+		return
+	}
 	if ifMatch.present && !ifMatch.matches(exists, info.Version) {
 		writeError(w, http.StatusPreconditionFailed, "precondition_failed", "If-Match does not match the key's version")
 		return
@@ -171,7 +220,7 @@ func (s *Server) kvGet(w http.ResponseWriter, r *http.Request, key []byte) {
 	}
 	h := w.Header()
 	setKeyHeaders(h, info)
-	if inm := parsePrecondition(r.Header, "If-None-Match"); inm.present && inm.matches(true, info.Version) {
+	if inm.present && inm.matches(true, info.Version) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
@@ -183,6 +232,16 @@ func (s *Server) kvGet(w http.ResponseWriter, r *http.Request, key []byte) {
 	}
 }
 
+const (
+	// maxTTL bounds ?ttl= (seconds): 100 years.
+	maxTTL = 100 * 365 * 24 * 3600
+	// maxExpiresAt bounds ?expires_at= (Unix seconds): the end of the
+	// year 9999, the last time RFC 3339 can write. The engine keeps
+	// expiry in Unix milliseconds, so a much larger time would overflow
+	// into the past and the key would vanish as soon as it was written.
+	maxExpiresAt = 253402300799
+)
+
 // writeOptions parses ?ttl= (seconds), ?expires_at= (Unix seconds or RFC
 // 3339) and ?flags= (uint32).
 func writeOptions(q url.Values, now time.Time) (caskade.SetOptions, string) {
@@ -193,18 +252,18 @@ func writeOptions(q url.Values, now time.Time) (caskade.SetOptions, string) {
 	}
 	if ttl != "" {
 		n, err := strconv.ParseInt(ttl, 10, 64)
-		if err != nil || n <= 0 || n > 100*365*24*3600 {
-			return o, "ttl must be a positive number of seconds"
+		if err != nil || n <= 0 || n > maxTTL {
+			return o, "ttl must be a whole number of seconds from 1 to " + strconv.Itoa(maxTTL) + " (100 years)"
 		}
 		o.ExpiresAt = now.Add(time.Duration(n) * time.Second)
 	}
 	if at != "" {
-		if n, err := strconv.ParseInt(at, 10, 64); err == nil && n > 0 {
+		if n, err := strconv.ParseInt(at, 10, 64); err == nil && n > 0 && n <= maxExpiresAt {
 			o.ExpiresAt = time.Unix(n, 0)
 		} else if t, err := time.Parse(time.RFC3339Nano, at); err == nil && t.Unix() > 0 {
 			o.ExpiresAt = t
 		} else {
-			return o, "expires_at must be a Unix time in seconds or an RFC 3339 time"
+			return o, "expires_at must be a Unix time in seconds or an RFC 3339 time, after 1970 and before the year 10000"
 		}
 	}
 	if f := q.Get("flags"); f != "" {
@@ -218,9 +277,18 @@ func writeOptions(q url.Values, now time.Time) (caskade.SetOptions, string) {
 }
 
 func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, key []byte) {
-	opts, msg := writeOptions(r.URL.Query(), time.Now())
+	q, ok := parseQuery(w, r)
+	if !ok {
+		return
+	}
+	opts, msg := writeOptions(q, time.Now())
 	if msg != "" {
 		writeError(w, http.StatusBadRequest, "invalid_argument", msg)
+		return
+	}
+	ifMatch := parsePrecondition(r.Header, "If-Match")
+	ifNoneMatch := parsePrecondition(r.Header, "If-None-Match")
+	if badPrecondition(w, ifMatch, ifNoneMatch) {
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
@@ -233,8 +301,6 @@ func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, key []byte) {
 		writeError(w, http.StatusBadRequest, "bad_body", err.Error())
 		return
 	}
-	ifMatch := parsePrecondition(r.Header, "If-Match")
-	ifNoneMatch := parsePrecondition(r.Header, "If-None-Match")
 	var b caskade.Batch
 	created := false
 	err = errContended
@@ -291,6 +357,9 @@ func (s *Server) versionOf(key, value []byte, flags uint32) uint64 {
 func (s *Server) kvDelete(w http.ResponseWriter, r *http.Request, key []byte) {
 	ifMatch := parsePrecondition(r.Header, "If-Match")
 	ifNoneMatch := parsePrecondition(r.Header, "If-None-Match")
+	if badPrecondition(w, ifMatch, ifNoneMatch) {
+		return
+	}
 	var b caskade.Batch
 	err := errContended
 	turn := s.DB.Turn()

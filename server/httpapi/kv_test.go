@@ -102,7 +102,7 @@ func TestConditional(t *testing.T) {
 	old := fmt.Sprint(n - 1)
 
 	ts.do(t, "PUT", "/v1/kv/c", "3", "If-Match", `"`+old+`"`).want(t, 412, "precondition_failed")
-	ts.do(t, "PUT", "/v1/kv/c", "3", "If-Match", "nonsense").want(t, 412, "precondition_failed")
+	ts.do(t, "PUT", "/v1/kv/c", "3", "If-Match", "nonsense").want(t, 400, "invalid_argument")
 	r := ts.do(t, "PUT", "/v1/kv/c", "3", "If-Match", `"`+old+`", W/"`+v+`"`).want(t, 204, "")
 	v3 := r.header.Get(HeaderVersion)
 	ts.do(t, "PUT", "/v1/kv/c", "4", "If-Match", v).want(t, 412, "precondition_failed")

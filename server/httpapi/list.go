@@ -117,7 +117,10 @@ func listRange(q url.Values, reverse bool) (lo, hi []byte, msg string) {
 // ?cursor= with the same other parameters to get the next page. A read
 // error after the first byte ends the object with an "error" member.
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, ok := parseQuery(w, r)
+	if !ok {
+		return
+	}
 	reverse, ok1 := parseBool(q.Get("reverse"))
 	keysOnly, ok2 := parseBool(q.Get("keys_only"))
 	if !ok1 || !ok2 {
