@@ -128,6 +128,64 @@ func (db *DB) expireSample() (sampled, expired int) {
 	return sampled, len(ops)
 }
 
+// Lazy expiry, as Redis does it on access: a read that finds a key
+// expired drops it, so that subscribers (Subscribe) hear of the expiry at
+// once instead of whenever active expiry samples the key (or never, with
+// ExpiryPeriod < 0). Only when someone subscribes: otherwise an expired key
+// is invisible anyway and costs a read nothing more than the check. The
+// read only queues the key (reads never commit, and must not wait for the
+// commit path); lazyExpireWorker drops the queued keys with one commit of
+// opForget operations, which, like active expiry, write nothing to disk and
+// forget a key only if it is still expired at the version the read saw.
+
+// maxLazyExpiry bounds the keys waiting to be dropped; beyond it, reads
+// queue nothing and active expiry finds the rest.
+const maxLazyExpiry = 4096
+
+// expiredOnRead is called by a read that found key expired at version. It
+// copies the key if it queues it; key is the caller's.
+func (db *DB) expiredOnRead(key []byte, version uint64) {
+	if db.lazyWake == nil || !db.hasObservers.Load() {
+		return
+	}
+	db.lazyMu.Lock()
+	if db.lazy == nil {
+		db.lazy = map[string]uint64{}
+	}
+	if len(db.lazy) < maxLazyExpiry {
+		db.lazy[string(key)] = version
+	}
+	db.lazyMu.Unlock()
+	select {
+	case db.lazyWake <- struct{}{}:
+	default:
+	}
+}
+
+// lazyExpireWorker drops the keys reads found expired, until Close.
+func (db *DB) lazyExpireWorker() {
+	defer db.bg.Done()
+	var ops []op
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-db.lazyWake:
+		}
+		db.lazyMu.Lock()
+		for k, v := range db.lazy {
+			ops = append(ops, op{kind: opForget, key: []byte(k), version: v})
+		}
+		clear(db.lazy)
+		db.lazyMu.Unlock()
+		if len(ops) > 0 {
+			db.commit(ops) // an error stops writes; active expiry has the same fate
+		}
+		clear(ops)
+		ops = ops[:0]
+	}
+}
+
 // Key directory compaction. Deleted keys, and keys rewritten with a new
 // TTL, leave dead bytes in the key directory's arena, which only grows;
 // a cache of keys with TTLs would grow it without bound. Once the dead

@@ -896,8 +896,12 @@ func (db *DB) Sync() error {
 }
 
 // Subscribe registers fn to be told of every key a commit changes (set,
-// deleted, expiry changed, or dropped by active expiry), after the change is
-// visible and before the writer is acknowledged. fn runs on the committing
+// deleted, expiry changed, or dropped by expiry), after the change is
+// visible and before the writer is acknowledged. An expired key is dropped
+// by active expiry (Options.ExpiryPeriod) or, while anyone subscribes, soon
+// after a read (Get, Lookup, Stat, Has, or a Snapshot's) finds it expired,
+// as Redis deletes an expired key on access: fn then hears of it from a
+// background goroutine, shortly after that read returned. fn runs on the committing
 // goroutine, so it must be quick and must not write to the database; the
 // key slices are valid only during the call. Servers use it for client-side
 // cache invalidation. The returned function unsubscribes.

@@ -78,6 +78,12 @@ type DB struct {
 	observers    map[uint64]func([][]byte)
 	hasObservers atomic.Bool
 
+	// Keys reads found expired, waiting for lazyExpireWorker to drop them
+	// (expiredOnRead); nil when the database is read-only.
+	lazyMu   sync.Mutex
+	lazy     map[string]uint64 // key -> version found expired
+	lazyWake chan struct{}
+
 	dirty        atomic.Bool   // unsynced appends (SyncEverySec, SyncNone)
 	syncer       vfs.Syncer    // the commit path's syncs (SyncAlways)
 	turns        sync.Mutex    // held by read-modify-writes that keep conflicting (Turn)
@@ -172,6 +178,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 			db.bg.Add(1)
 			go db.writeBehindWorker()
 		}
+		db.lazyWake = make(chan struct{}, 1)
+		db.bg.Add(1)
+		go db.lazyExpireWorker()
 		if o.ExpiryPeriod > 0 {
 			db.every(o.ExpiryPeriod, db.expireRounds)
 		}

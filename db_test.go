@@ -613,6 +613,59 @@ func TestSubscribe(t *testing.T) {
 	}
 }
 
+// TestSubscribeExpiredOnRead: while someone subscribes, a read that finds
+// a key expired has it dropped, and subscribers hear of it, as active
+// expiry (off here) would tell them. Without subscribers, such a read
+// allocates nothing.
+func TestSubscribeExpiredOnRead(t *testing.T) {
+	clk := newTestClock()
+	db := openTest(t, t.TempDir(), &Options{Now: clk.Now, ExpiryPeriod: -1})
+	for _, k := range []string{"g", "s", "n"} {
+		if err := db.SetWithTTL([]byte(k), []byte("x"), time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(2 * time.Second)
+	if n := testing.AllocsPerRun(100, func() { db.Stat([]byte("s")) }); n != 0 {
+		t.Fatalf("Stat of an expired key without subscribers: %v allocations", n)
+	}
+	got := make(chan string, 10)
+	cancel := db.Subscribe(func(keys [][]byte) {
+		for _, k := range keys {
+			got <- string(k)
+		}
+	})
+	defer cancel()
+	expect := func(want string) {
+		t.Helper()
+		select {
+		case k := <-got:
+			if k != want {
+				t.Fatalf("notified of %q, want %q", k, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no notification of %q", want)
+		}
+	}
+	if _, err := db.Get([]byte("g")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get of an expired key: %v", err)
+	}
+	expect("g")
+	snap := db.Snapshot()
+	if _, err := snap.Get([]byte("s")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("snapshot Get of an expired key: %v", err)
+	}
+	snap.Close()
+	expect("s")
+	if ok, err := db.Has([]byte("n")); ok || err != nil {
+		t.Fatalf("Has of an expired key: %v, %v", ok, err)
+	}
+	expect("n")
+	if st := db.Stats(); st.Keys != 0 {
+		t.Fatalf("%d keys left", st.Keys)
+	}
+}
+
 func TestFlags(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, &Options{MaxFileSize: 1 << 10})

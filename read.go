@@ -70,6 +70,9 @@ func (db *DB) Lookup(key []byte) ([]byte, KeyInfo, error) {
 		defer f.Release()
 	}
 	if e.Expiry != 0 && e.Expired(db.nowMs()) {
+		// With verify, e may be another key's (see keydir.Tree.Probe):
+		// the drop checks key's own entry, so that is harmless.
+		db.expiredOnRead(key, e.Version)
 		return nil, KeyInfo{}, ErrNotFound
 	}
 	if f == nil {
@@ -90,7 +93,11 @@ func (db *DB) Stat(key []byte) (KeyInfo, error) {
 	db.mu.RLock()
 	e, ok := db.tree.Get(key)
 	db.mu.RUnlock()
-	if !ok || (e.Expiry != 0 && e.Expired(db.nowMs())) {
+	if !ok {
+		return KeyInfo{}, ErrNotFound
+	}
+	if e.Expiry != 0 && e.Expired(db.nowMs()) {
+		db.expiredOnRead(key, e.Version)
 		return KeyInfo{}, ErrNotFound
 	}
 	return infoOf(e), nil

@@ -47,7 +47,11 @@ func (v *view) release() {
 // (see keydir.Tree.Probe).
 func (v *view) probe(key []byte) (e keydir.Entry, ok, verify bool) {
 	e, ok, verify = v.tree.Probe(key)
-	if !ok || e.Expired(v.nowMs) {
+	if !ok {
+		return keydir.Entry{}, false, false
+	}
+	if e.Expired(v.nowMs) {
+		v.db.expiredOnRead(key, e.Version) // see DB.Lookup about verify
 		return keydir.Entry{}, false, false
 	}
 	return e, true, verify
@@ -55,7 +59,11 @@ func (v *view) probe(key []byte) (e keydir.Entry, ok, verify bool) {
 
 func (v *view) lookup(key []byte) (keydir.Entry, bool) {
 	e, ok := v.tree.Get(key)
-	if !ok || e.Expired(v.nowMs) {
+	if !ok {
+		return keydir.Entry{}, false
+	}
+	if e.Expired(v.nowMs) {
+		v.db.expiredOnRead(key, e.Version)
 		return keydir.Entry{}, false
 	}
 	return e, true

@@ -2,10 +2,12 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/caskade/caskade"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 )
@@ -227,4 +229,91 @@ func TestTrackingCSKSnapshotRead(t *testing.T) {
 	tr.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nj\r\n")
 	tr.do(cmd("CSK.ROLLBACK"), "+OK\r\n")
 	tr.do(cmd("PING"), "+PONG\r\n")
+}
+
+// TestTrackingExpiredOnAccess: a key found expired by a read is dropped
+// and its trackers invalidated, as Redis deletes an expired key on access
+// and invalidates it. Active expiry is off, so only the access can notice.
+// Like Redis, the reading client's own invalidation follows its reply.
+func TestTrackingExpiredOnAccess(t *testing.T) {
+	ts := startServerOpts(t, &caskade.Options{Sync: caskade.SyncNone, ExpiryPeriod: -1})
+	c, w := ts.dial(), ts.dial()
+	c.send(cmd("HELLO", "3"))
+	if _, err := readRawReply(c.br, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.do(cmd("CLIENT", "TRACKING", "ON"), "+OK\r\n")
+	const push = ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n"
+
+	// Another client's read finds the key expired.
+	w.do(cmd("SET", "k", "v", "PX", "50"), "+OK\r\n")
+	c.do(cmd("GET", "k"), "$1\r\nv\r\n")
+	for {
+		w.send(cmd("GET", "k"))
+		if w.readLine() == "$-1\r\n" {
+			break
+		}
+		w.readLine()
+	}
+	c.expect(push)
+
+	// The tracking client's own read finds it expired (the key is no
+	// longer tracked, so the SET sends nothing).
+	w.do(cmd("SET", "k", "v", "PX", "50"), "+OK\r\n")
+	for {
+		c.send(cmd("GET", "k"))
+		if c.readLine() == "_\r\n" {
+			break
+		}
+		c.expect("v\r\n")
+	}
+	c.expect(push)
+	c.do(cmd("PING"), "+PONG\r\n")
+}
+
+// TestRueidisExpiredInvalidation: rueidis caches a key with a 50 ms TTL;
+// once a read finds it expired, the invalidation push arrives.
+func TestRueidisExpiredInvalidation(t *testing.T) {
+	ts := startServerOpts(t, &caskade.Options{Sync: caskade.SyncNone, ExpiryPeriod: -1})
+	ctx := context.Background()
+	inval := make(chan string, 100)
+	cli, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: []string{ts.addr},
+		OnInvalidations: func(ms []rueidis.RedisMessage) {
+			for _, m := range ms {
+				if k, err := m.ToString(); err == nil {
+					inval <- k
+				}
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	other := ts.goRedis(nil)
+	if err := other.Set(ctx, "k", "v", 50*time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := cli.DoCache(ctx, cli.B().Get().Key("k").Cache(), time.Minute)
+	if v, err := r.ToString(); err != nil || v != "v" {
+		t.Fatalf("cached GET = %q, %v", v, err)
+	}
+	for {
+		_, err := other.Get(ctx, "k").Result()
+		if errors.Is(err, goredis.Nil) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case k := <-inval:
+		if k != "k" {
+			t.Fatalf("invalidation of %q", k)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no invalidation of the expired key")
+	}
 }
