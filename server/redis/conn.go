@@ -78,6 +78,7 @@ type client struct {
 	cur          *command      // the command being executed
 	errored      bool          // the current command replied an error
 	closeNow     bool          // close after writing the replies
+	rflags       uint8         // reply modes (CLIENT REPLY): replyOff, replySkip, replySkipNext
 	blind        bool          // the current command may defer its commit (pipeline.go)
 	deferred     bool          // the current command's commit is deferred
 	execing      bool          // EXEC is running its queued commands
@@ -498,8 +499,49 @@ func (c *client) cleanup() {
 	c.nc.Close()
 }
 
-// process dispatches one command.
+// Reply modes (CLIENT REPLY), as Redis's CLIENT_REPLY_* flags.
+const (
+	replyOff      = 1 << iota // CLIENT REPLY OFF: no replies until ON
+	replySkip                 // the command being run replies nothing
+	replySkipNext             // CLIENT REPLY SKIP: the next command replies nothing
+)
+
+// muted reports whether replies are being dropped (CLIENT REPLY).
+func (c *client) muted() bool { return c.rflags&(replyOff|replySkip) != 0 }
+
+// process runs one command, dropping its reply under CLIENT REPLY OFF or
+// SKIP. Pushes (invalidations) are not replies and still go out, as in
+// Redis 7.2 and later.
 func (c *client) process(args [][]byte) {
+	if c.rflags == 0 {
+		c.dispatch(args)
+		if c.rflags == 0 || c.leave || c.held {
+			return
+		}
+	} else {
+		// Muted, nothing is deferred (deferrable), so no earlier reply
+		// is rebuilt after mark.
+		muted, mark := c.muted(), len(c.out)
+		c.dispatch(args)
+		if c.leave || c.held {
+			return
+		}
+		// A reply made while muted is dropped; CLIENT REPLY ON and
+		// RESET unmute first, so theirs goes out.
+		if muted && c.muted() {
+			c.out = c.out[:mark]
+		}
+	}
+	// As Redis's resetClient: a SKIP lasts one command, which may be any
+	// command read, refused, queued or run.
+	c.rflags &^= replySkip
+	if c.rflags&replySkipNext != 0 {
+		c.rflags = c.rflags&^replySkipNext | replySkip
+	}
+}
+
+// dispatch dispatches one command.
+func (c *client) dispatch(args [][]byte) {
 	s := c.s
 	// In a pipeline, a command starts when the one before it ended: one
 	// clock read per command.

@@ -164,6 +164,7 @@ func cmdSelect(c *client, args [][]byte) {
 }
 
 func cmdReset(c *client, args [][]byte) {
+	c.rflags &^= replyOff | replySkipNext // as Redis: a SKIP of RESET itself stays
 	c.endTx()
 	c.setMulti(nil)
 	c.unwatchAll()
@@ -240,6 +241,25 @@ func cmdClientSetinfo(c *client, args [][]byte) {
 	}
 	c.imu.Unlock()
 	c.replyOK()
+}
+
+// cmdClientReply is CLIENT REPLY ON|OFF|SKIP. OFF and SKIP reply nothing
+// (process drops the replies); ON replies +OK, and SKIP under OFF does
+// nothing, as in Redis.
+func cmdClientReply(c *client, args [][]byte) {
+	switch {
+	case eqFold(args[2], "on"):
+		c.rflags &^= replyOff | replySkip // not replySkipNext, as in Redis
+		c.replyOK()
+	case eqFold(args[2], "off"):
+		c.rflags |= replyOff
+	case eqFold(args[2], "skip"):
+		if c.rflags&replyOff == 0 {
+			c.rflags |= replySkipNext
+		}
+	default:
+		c.replyErr(errSyntax)
+	}
 }
 
 func cmdClientNoEvict(c *client, args [][]byte) { c.onOff(args[2], &c.noEvict) }
@@ -513,6 +533,8 @@ func cmdClientHelp(c *client, args [][]byte) {
 		"    Return information about client connections. Options:",
 		"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
 		"      Return clients of specified type.",
+		"REPLY (ON|OFF|SKIP)",
+		"    Control the replies sent to the current connection.",
 		"SETNAME <name>",
 		"    Assign the name <name> to the current connection.",
 		"SETINFO <option> <value>",

@@ -39,7 +39,11 @@
 //   - Connection: PING, ECHO, QUIT, HELLO (protocol, AUTH, SETNAME), AUTH
 //     (password, or the user "default" and the password), SELECT, RESET,
 //     CLIENT (ID, INFO, LIST, KILL, SETNAME, GETNAME, SETINFO, NO-EVICT,
-//     NO-TOUCH, TRACKING, TRACKINGINFO, CACHING, GETREDIR, HELP).
+//     NO-TOUCH, REPLY, TRACKING, TRACKINGINFO, CACHING, GETREDIR, HELP).
+//     CLIENT REPLY OFF and SKIP drop replies as Redis does, including its
+//     quirk inside MULTI: after a queued CLIENT REPLY OFF, EXEC's array
+//     header still counts the replies it then drops. Pushes
+//     (invalidations) are not replies and are still sent, as in Redis 7.2.
 //   - Strings: GET, SET (EX, PX, EXAT, PXAT, NX, XX, KEEPTTL, GET), SETNX,
 //     SETEX, PSETEX, MGET, MSET, MSETNX, GETSET, GETDEL, GETEX, APPEND,
 //     STRLEN, GETRANGE (and SUBSTR), SETRANGE, INCR, DECR, INCRBY, DECRBY,

@@ -223,8 +223,10 @@ func cmdExec(c *client, args [][]byte) {
 	c.turn = c.s.DB.Turn()
 	turn := &c.turn
 	defer turn.Done()
+	rflags := c.rflags
 	for attempt := 0; ; attempt++ {
 		c.db = db0
+		c.rflags = rflags // a queued CLIENT REPLY of a failed attempt
 		mark := len(c.out)
 		st := &c.st
 		st.begin(c.s.DB, true)
@@ -248,7 +250,12 @@ func cmdExec(c *client, args [][]byte) {
 		for _, w := range watches {
 			st.rangeReads = append(st.rangeReads, keyRange{begin: w.key, end: append(w.key[:len(w.key):len(w.key)], 0)})
 		}
-		c.replyArray(len(m.cmds))
+		if !c.muted() {
+			// Muted, the whole reply is dropped (process), unless a
+			// queued CLIENT REPLY ON unmutes it: then, as in Redis, the
+			// replies from there on go out without the header.
+			c.replyArray(len(m.cmds))
+		}
 		c.execing = true
 		for _, q := range m.cmds {
 			c.runQueued(q)
@@ -285,11 +292,17 @@ func (c *client) runQueued(q queued) {
 	if c.s.monitors.active() {
 		c.s.monitors.feed(c, q.args, start)
 	}
+	mark := len(c.out)
 	if c.db == 0 && q.cmd.firstKey > 0 && c.hasReservedKey(q.cmd, q.args) {
 		// Queued while another database was selected.
 		c.replyErr(errReservedKey)
 	} else {
 		q.cmd.fn(c, q.args)
+	}
+	if c.muted() {
+		// After a queued CLIENT REPLY OFF, as in Redis, the replies are
+		// dropped even though EXEC's header counted them.
+		c.out = c.out[:mark]
 	}
 	q.cmd.calls.Add(1)
 	q.cmd.usec.Add(time.Since(start).Microseconds())

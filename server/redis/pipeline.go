@@ -25,8 +25,9 @@ import (
 // batch.
 //
 // Deferral is off while the connection is in MULTI, WATCHes keys, is in
-// a CSK.BEGIN transaction, tracks keys (CLIENT TRACKING) or is a MONITOR,
-// so that those keep their exact semantics.
+// a CSK.BEGIN transaction, tracks keys (CLIENT TRACKING), is a MONITOR
+// or has replies turned off or skipped (CLIENT REPLY), so that those keep
+// their exact semantics.
 
 // Bounds of one run of deferred commits.
 const (
@@ -63,7 +64,7 @@ func (t *commandTable) markBlind() {
 // whose commit may wait, given the connection's state.
 func (c *client) deferrable(cmd *command, args [][]byte) bool {
 	if cmd == nil || !cmd.blind || c.multi != nil || c.tx != nil || len(c.watches) > 0 ||
-		c.trk.on || c.monitor.Load() {
+		c.trk.on || c.monitor.Load() || c.rflags != 0 {
 		return false
 	}
 	if cmd.fn == nil || len(args) <= 3 || cmd.name != "set" {

@@ -199,6 +199,7 @@ func commandSpecs() []spec {
 			nk("list", -2, fAdmin|cx|fSentinel, "connection", cmdClientList),
 			nk("no-evict", 3, fAdmin|cx|fSentinel, "connection", cmdClientNoEvict),
 			nk("no-touch", 3, cx, "connection", cmdClientNoTouch),
+			nk("reply", 3, cx|fSentinel, "connection", cmdClientReply),
 			nk("setinfo", 4, cx|fSentinel, "connection", cmdClientSetinfo),
 			nk("setname", 3, cx|fSentinel, "connection", cmdClientSetname),
 			nk("tracking", -3, cx|fSentinel, "connection", cmdClientTracking),
