@@ -92,6 +92,7 @@ type client struct {
 	tcQueued     bool         // c is in tc's list
 	awaiting     bool         // its turn's commit is in flight (SyncAlways): it runs nothing meanwhile
 	held         bool         // the command read (c.args) waits for the commit of the writes before it
+	paused       bool         // the command read (c.args) waits for the end of a CLIENT PAUSE (pause.go)
 	committed    atomic.Bool  // the commit awaited is done, with turnErrs
 	turnErrs     []error
 
@@ -121,7 +122,8 @@ type client struct {
 	// lifecycle
 	lmu      sync.Mutex
 	closing  bool
-	deadline bool // a read deadline is set
+	stopc    chan struct{} // closed when closing is set
+	deadline bool          // a read deadline is set
 	done     chan struct{}
 }
 
@@ -135,6 +137,7 @@ func newClient(s *Server, nc net.Conn) *client {
 		created:  time.Now(),
 		pushWake: make(chan struct{}, 1),
 		done:     make(chan struct{}),
+		stopc:    make(chan struct{}),
 	}
 	c.lastSeen.Store(c.created.Unix())
 	if ua, ok := nc.LocalAddr().(*net.UnixAddr); ok {
@@ -179,7 +182,7 @@ func (c *client) limits() resp.Limits {
 // command returns at once.
 func (c *client) interrupt() {
 	c.lmu.Lock()
-	c.closing = true
+	c.setClosing()
 	c.nc.SetReadDeadline(time.Unix(1, 0))
 	c.lmu.Unlock()
 	c.kick()
@@ -191,10 +194,18 @@ func (c *client) interrupt() {
 // while its replies wait for it to read) and ends it.
 func (c *client) kill() {
 	c.lmu.Lock()
-	c.closing = true
+	c.setClosing()
 	c.lmu.Unlock()
 	c.nc.Close()
 	c.kick()
+}
+
+// setClosing marks the client as told to stop; the caller holds lmu.
+func (c *client) setClosing() {
+	if !c.closing {
+		c.closing = true
+		close(c.stopc) // wakes a wait for the end of a pause
+	}
 }
 
 // stopping reports whether the client was told to stop (interrupt, kill).
@@ -301,7 +312,7 @@ func (c *client) run(args [][]byte) bool {
 		c.pmu.Unlock()
 	}
 	c.process(args)
-	if c.leave || c.held {
+	if c.leave || c.held || c.paused {
 		return true // not run yet: the goroutine the loop hands the client to, or the end of a commit, runs it
 	}
 	c.unflushed++
@@ -515,7 +526,7 @@ func (c *client) muted() bool { return c.rflags&(replyOff|replySkip) != 0 }
 func (c *client) process(args [][]byte) {
 	if c.rflags == 0 {
 		c.dispatch(args)
-		if c.rflags == 0 || c.leave || c.held {
+		if c.rflags == 0 || c.leave || c.held || c.paused {
 			return
 		}
 	} else {
@@ -523,7 +534,7 @@ func (c *client) process(args [][]byte) {
 		// is rebuilt after mark.
 		muted, mark := c.muted(), len(c.out)
 		c.dispatch(args)
-		if c.leave || c.held {
+		if c.leave || c.held || c.paused {
 			return
 		}
 		// A reply made while muted is dropped; CLIENT REPLY ON and
@@ -615,6 +626,9 @@ func (c *client) dispatch(args [][]byte) {
 	if c.db == 0 && cmd.firstKey > 0 && c.hasReservedKey(cmd, args) {
 		c.reject(cmd, errReservedKey)
 		return
+	}
+	if s.pause.on.Load() && c.pauseHolds(cmd) {
+		return // held on its loop (c.paused), or the client closes
 	}
 	if c.multi != nil && !isTxControl(cmd) {
 		c.multi.queue(cmd, args)

@@ -39,7 +39,14 @@
 //   - Connection: PING, ECHO, QUIT, HELLO (protocol, AUTH, SETNAME), AUTH
 //     (password, or the user "default" and the password), SELECT, RESET,
 //     CLIENT (ID, INFO, LIST, KILL, SETNAME, GETNAME, SETINFO, NO-EVICT,
-//     NO-TOUCH, REPLY, TRACKING, TRACKINGINFO, CACHING, GETREDIR, HELP).
+//     NO-TOUCH, REPLY, PAUSE, UNPAUSE, UNBLOCK, TRACKING, TRACKINGINFO,
+//     CACHING, GETREDIR, HELP). CLIENT PAUSE holds, without refusing
+//     them, every command (ALL) or those that may write (WRITE: write
+//     commands, EXEC with a write queued, CSK.COMMIT) until its timeout or
+//     CLIENT UNPAUSE; a client whose command is held runs nothing more
+//     meanwhile, and Shutdown or Close ends it without running the
+//     command. Active and lazy expiry go on during a pause (Redis stops
+//     them). CLIENT UNBLOCK replies 0: no command blocks.
 //     CLIENT REPLY OFF and SKIP drop replies as Redis does, including its
 //     quirk inside MULTI: after a queued CLIENT REPLY OFF, EXEC's array
 //     header still counts the replies it then drops. Pushes

@@ -114,6 +114,25 @@ func (c *client) Serve() {
 			}
 		}
 	}
+	if c.paused {
+		if c.stopping() {
+			c.closeOnLoop() // a shutdown or CLIENT KILL drops the held command
+			return
+		}
+		c.paused = false
+		if !c.run(c.args) {
+			c.closeOnLoop()
+			return
+		}
+		if c.leave {
+			c.leave = false
+			c.leaveLoop(c.args)
+			return
+		}
+		if c.held || c.paused {
+			return
+		}
+	}
 	if c.lc.Backlogged() && (c.lc.WriteErr() != nil || c.stopping()) {
 		// The loop reads nothing from a client whose replies wait for it
 		// to read them, so it would never find out that its connection
@@ -167,8 +186,8 @@ func (c *client) Serve() {
 			c.leaveLoop(args)
 			return
 		}
-		if c.held {
-			return // until its commit is done
+		if c.held || c.paused {
+			return // until its commit is done, or the pause ends
 		}
 	}
 }
@@ -190,8 +209,8 @@ func (c *client) EndTurn() {
 // Idle closes the client after the idle timeout, unless it is a MONITOR
 // (netloop.Handler).
 func (c *client) Idle() {
-	if c.monitor.Load() || c.awaiting {
-		return
+	if c.monitor.Load() || c.awaiting || c.paused {
+		return // a client holding a command is not idle, as in Redis
 	}
 	c.flush()
 	c.closeOnLoop()

@@ -113,6 +113,7 @@ type Server struct {
 	start       time.Time
 	runID       string
 	track       *tracker
+	pause       pauser        // CLIENT PAUSE
 	watchReg    watchRegistry // the WATCHed keys
 	monitors    monitorSet
 	slow        slowlog
@@ -448,6 +449,9 @@ func (s *Server) beginClose() {
 		c.interrupt()
 	}
 	s.mu.Unlock()
+	// Held clients were interrupted: they end without running their
+	// commands, and no timer outlives the server.
+	s.pause.unpause()
 	// Outside s.mu: the subscription callback may be waiting for s.mu.
 	if unsub != nil {
 		unsub()

@@ -199,11 +199,14 @@ func commandSpecs() []spec {
 			nk("list", -2, fAdmin|cx|fSentinel, "connection", cmdClientList),
 			nk("no-evict", 3, fAdmin|cx|fSentinel, "connection", cmdClientNoEvict),
 			nk("no-touch", 3, cx, "connection", cmdClientNoTouch),
+			nk("pause", -3, fAdmin|cx|fSentinel, "connection", cmdClientPause),
 			nk("reply", 3, cx|fSentinel, "connection", cmdClientReply),
 			nk("setinfo", 4, cx|fSentinel, "connection", cmdClientSetinfo),
 			nk("setname", 3, cx|fSentinel, "connection", cmdClientSetname),
 			nk("tracking", -3, cx|fSentinel, "connection", cmdClientTracking),
 			nk("trackinginfo", 2, cx|fSentinel, "connection", cmdClientTrackinginfo),
+			nk("unblock", -3, fAdmin|cx|fSentinel, "connection", cmdClientUnblock),
+			nk("unpause", 2, fAdmin|cx|fSentinel, "connection", cmdClientUnpause),
 		}},
 
 		// Strings.
