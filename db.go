@@ -50,6 +50,10 @@ type DB struct {
 	watches       map[string][]*Watch
 	txns          liveTxns
 	mergeProgress MergeProgress
+	merges        int        // finished (Stats.Merges)
+	mergeFailures int        // failed since the last that finished
+	lastMerge     MergeStats // of the last that finished
+	lastMergeEnd  time.Time
 
 	mergeMu sync.Mutex // one merge at a time
 

@@ -28,8 +28,9 @@ type MergeStats struct {
 // MergeProgress is the state of a running merge (see Stats).
 type MergeProgress struct {
 	Running    bool
-	BytesDone  int64 // input bytes of the records handled so far
-	BytesTotal int64 // live bytes of the input files when the merge began
+	Started    time.Time // when the running merge began
+	BytesDone  int64     // input bytes of the records handled so far
+	BytesTotal int64     // live bytes of the input files when the merge began
 }
 
 // Merge compacts the database: it rewrites the live records of every data
@@ -78,6 +79,14 @@ func (db *DB) merge(ctx context.Context, sealActive bool) (MergeStats, error) {
 	m.stats.Duration = time.Since(m.start)
 	db.mu.Lock()
 	db.mergeProgress = MergeProgress{}
+	if err != nil {
+		db.mergeFailures++
+	} else {
+		db.merges++
+		db.mergeFailures = 0
+		db.lastMerge = m.stats
+		db.lastMergeEnd = m.start.Add(m.stats.Duration)
+	}
 	db.mu.Unlock()
 	if err != nil {
 		return m.stats, fmt.Errorf("caskade: merge: %w", err)
@@ -148,7 +157,7 @@ func (m *merger) run() error {
 			}
 		}
 	}
-	db.mergeProgress = MergeProgress{Running: true, BytesTotal: total}
+	db.mergeProgress = MergeProgress{Running: true, Started: m.start, BytesTotal: total}
 	db.mu.Unlock()
 	if len(m.inputs) == 0 {
 		return nil

@@ -570,3 +570,23 @@ func expiryAfter(clk *testClock, ttl time.Duration) time.Time {
 	}
 	return clk.Now().Add(ttl)
 }
+
+// TestMergeStatsReported: Stats reports the merges that finished and the
+// last one's statistics, which servers show (INFO's aof_* fields).
+func TestMergeStatsReported(t *testing.T) {
+	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone, MergeInterval: -1})
+	if st := db.Stats(); st.Merges != 0 || !st.LastMergeEnd.IsZero() || st.Merge.Running {
+		t.Fatalf("before any merge: %+v", st)
+	}
+	db.Set([]byte("k"), []byte("1"))
+	db.Set([]byte("k"), []byte("2"))
+	ms, err := db.Merge(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := db.Stats()
+	if st.Merges != 1 || st.MergeFailures != 0 || st.LastMerge != ms || st.LastMergeEnd.IsZero() {
+		t.Fatalf("after a merge: Merges %d, failures %d, last %+v at %v; Merge returned %+v",
+			st.Merges, st.MergeFailures, st.LastMerge, st.LastMergeEnd, ms)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/caskade/caskade/internal/segment"
 )
@@ -45,6 +46,14 @@ type Stats struct {
 	WriteError error
 	// Merge is the progress of a running merge.
 	Merge MergeProgress
+	// Merges counts the merges (Merge, and those of Options.MergeInterval)
+	// that finished since Open, and MergeFailures those that failed since
+	// the last one that finished (0 if it did not fail). LastMerge
+	// describes the last merge that finished, at LastMergeEnd (zero if
+	// none has).
+	Merges, MergeFailures int
+	LastMerge             MergeStats
+	LastMergeEnd          time.Time
 	// KeyBytes counts the bytes of keys (and expiries) the key directory
 	// holds in memory for live keys, and KeyDeadBytes those that deletions
 	// and rewrites left behind until the next compaction of the directory,
@@ -78,6 +87,10 @@ func (db *DB) Stats() Stats {
 		Recovery:      db.recovery,
 		WriteError:    werr,
 		Merge:         db.mergeProgress,
+		Merges:        db.merges,
+		MergeFailures: db.mergeFailures,
+		LastMerge:     db.lastMerge,
+		LastMergeEnd:  db.lastMergeEnd,
 	}
 	s.KeyBytes, s.KeyDeadBytes = db.tree.ArenaBytes()
 	s.KeyCompactions = db.keyCompacts

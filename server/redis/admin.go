@@ -170,19 +170,59 @@ func (s *Server) info(c *client, want map[string]bool) string {
 		kv("async_loading", 0)
 		kv("current_cow_peak", 0)
 		kv("current_cow_size", 0)
-		kv("rdb_changes_since_last_save", 0)
+		kv("current_cow_size_age", 0)
+		kv("current_fork_perc", "0.00")
+		kv("current_save_keys_processed", 0)
+		kv("current_save_keys_total", 0)
+		// A backup (SAVE, BGSAVE) is our RDB save; a merge of the data
+		// files, BGREWRITEAOF's or the engine's own, our AOF rewrite.
+		kv("rdb_changes_since_last_save", dbStats.Version-min(s.saveVersion.Load(), dbStats.Version))
 		kv("rdb_bgsave_in_progress", b2i(s.bgsave.Load()))
 		kv("rdb_last_save_time", s.lastSave.Load())
 		kv("rdb_last_bgsave_status", okOrErr(s.saveFailed.Load()))
-		kv("rdb_last_bgsave_time_sec", -1)
-		kv("rdb_current_bgsave_time_sec", -1)
+		kv("rdb_last_bgsave_time_sec", s.saveSecs.Load())
+		saveSecs := int64(-1)
+		if t := s.saveStart.Load(); t != 0 {
+			saveSecs = int64(time.Since(time.Unix(0, t)).Seconds())
+		}
+		kv("rdb_current_bgsave_time_sec", saveSecs)
+		kv("rdb_saves", s.saves.Load())
+		kv("rdb_last_cow_size", 0)
+		kv("rdb_last_load_keys_expired", 0)
+		kv("rdb_last_load_keys_loaded", s.loaded.keys)
 		kv("aof_enabled", 1)
-		kv("aof_rewrite_in_progress", b2i(s.merging.Load()))
+		kv("aof_rewrite_in_progress", b2i(s.merging.Load() || dbStats.Merge.Running))
 		kv("aof_rewrite_scheduled", 0)
-		kv("aof_last_rewrite_time_sec", -1)
-		kv("aof_current_rewrite_time_sec", -1)
-		kv("aof_last_bgrewrite_status", okOrErr(s.mergeFailed.Load()))
+		lastMerge, curMerge := int64(-1), int64(-1)
+		if dbStats.Merges > 0 {
+			lastMerge = int64(dbStats.LastMerge.Duration.Seconds())
+		}
+		if dbStats.Merge.Running {
+			curMerge = int64(time.Since(dbStats.Merge.Started).Seconds())
+		}
+		kv("aof_last_rewrite_time_sec", lastMerge)
+		kv("aof_current_rewrite_time_sec", curMerge)
+		kv("aof_last_bgrewrite_status", okOrErr(s.mergeFailed.Load() || dbStats.MergeFailures > 0))
+		kv("aof_rewrites", dbStats.Merges)
+		kv("aof_rewrites_consecutive_failures", dbStats.MergeFailures)
 		kv("aof_last_write_status", status)
+		kv("aof_last_cow_size", 0)
+		kv("module_fork_in_progress", 0)
+		kv("module_fork_last_cow_size", 0)
+		var size int64
+		for _, f := range dbStats.Files {
+			size += f.Size
+		}
+		base := s.loaded.size
+		if dbStats.Merges > 0 {
+			base = dbStats.LastMerge.OutputBytes
+		}
+		kv("aof_current_size", size)
+		kv("aof_base_size", base)
+		kv("aof_pending_rewrite", 0)
+		kv("aof_buffer_length", 0)
+		kv("aof_pending_bio_fsync", 0)
+		kv("aof_delayed_fsync", 0)
 		kv("caskade_sync", s.Sync.String())
 		kv("caskade_data_files", len(dbStats.Files))
 		kv("caskade_version", dbStats.Version)
@@ -824,7 +864,14 @@ func okOrErr(failed bool) string {
 // backup writes a backup of the database into a new directory under
 // Server.BackupDir and returns its path.
 func (s *Server) backup(ctx context.Context) (_ string, err error) {
-	defer func() { s.saveFailed.Store(err != nil) }()
+	start := time.Now()
+	s.saveStart.Store(start.UnixNano())
+	defer func() {
+		// As Redis's rdb_last_bgsave_time_sec, failed or not.
+		s.saveSecs.Store(int64(time.Since(start).Seconds()))
+		s.saveStart.Store(0)
+		s.saveFailed.Store(err != nil)
+	}()
 	if s.BackupDir == "" {
 		return "", errors.New("backups are not configured (no backup directory was set at start-up)")
 	}
@@ -838,6 +885,8 @@ func (s *Server) backup(ctx context.Context) (_ string, err error) {
 		return "", err
 	}
 	s.lastSave.Store(time.Now().Unix())
+	s.saveVersion.Store(st.Version)
+	s.saves.Add(1)
 	s.log.Info("redis: backup written", "dir", dst, "files", st.Files, "bytes", st.Bytes, "version", st.Version)
 	return dst, nil
 }

@@ -236,7 +236,12 @@
 //     0 is not computed (0).
 //   - SAVE and BGSAVE write a consistent backup (caskade.DB.Backup, which
 //     caskade.Open accepts as a database directory) into a new directory
-//     under Server.BackupDir; BGREWRITEAOF runs caskade.DB.Merge.
+//     under Server.BackupDir; BGREWRITEAOF runs caskade.DB.Merge. INFO
+//     persistence reports accordingly: its rdb_* fields describe backups
+//     (rdb_changes_since_last_save counts the commits since the last),
+//     its aof_* fields the merges, BGREWRITEAOF's and the engine's own
+//     (aof_last_rewrite_time_sec is the last merge's duration,
+//     aof_current_size the data files' size).
 //   - INCRBYFLOAT computes, as Redis on x86-64 does, in 80-bit long
 //     double (emulated with math/big), so its results are Redis's to the
 //     byte (except next to the least subnormal value, about 3.6e-4951).

@@ -119,8 +119,13 @@ type Server struct {
 	slow        slowlog
 	stats       serverStats
 	scanCursor  scanCursors
-	lastSave    atomic.Int64 // unix seconds
-	panics      atomic.Int64 // connections that panicked (a bug)
+	lastSave    atomic.Int64  // unix seconds
+	saveVersion atomic.Uint64 // the DB version the last backup holds (or at start): rdb_changes_since_last_save
+	saveStart   atomic.Int64  // unix nanoseconds of the backup running, or 0
+	saveSecs    atomic.Int64  // seconds the last backup took, or -1
+	saves       atomic.Int64  // backups written
+	loaded      dbLoad        // the DB at start, for INFO persistence
+	panics      atomic.Int64  // connections that panicked (a bug)
 	bgsave      atomic.Bool
 	merging     atomic.Bool
 	saveFailed  atomic.Bool // the last SAVE or BGSAVE failed (INFO's rdb_last_bgsave_status)
@@ -214,6 +219,15 @@ func (s *Server) init() {
 		s.done = make(chan struct{})
 		s.start = time.Now()
 		s.lastSave.Store(s.start.Unix())
+		s.saveSecs.Store(-1)
+		if s.DB != nil {
+			st := s.DB.Stats()
+			s.saveVersion.Store(st.Version)
+			s.loaded = dbLoad{keys: st.Keys}
+			for _, f := range st.Files {
+				s.loaded.size += f.Size
+			}
+		}
 		s.runID = newRunID()
 		s.stats.errorCounts = map[string]int64{}
 		s.track = newTracker(s)
@@ -580,4 +594,11 @@ func (c *runtimeConfig) publish() {
 	c.idleAtomic.Store(int64(c.idleTimeout))
 	c.bulkAtomic.Store(c.protoMaxBulkLen)
 	c.slowAtomic.Store(int64(c.slowlogSlower))
+}
+
+// dbLoad is what the database held when the server started (INFO's
+// rdb_last_load_keys_loaded and, until a merge, aof_base_size).
+type dbLoad struct {
+	keys int
+	size int64
 }
