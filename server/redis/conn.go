@@ -79,6 +79,7 @@ type client struct {
 	errored      bool          // the current command replied an error
 	closeNow     bool          // close after writing the replies
 	rflags       uint8         // reply modes (CLIENT REPLY): replyOff, replySkip, replySkipNext
+	mark         int           // where the muted command's reply starts in out (process)
 	blind        bool          // the current command may defer its commit (pipeline.go)
 	deferred     bool          // the current command's commit is deferred
 	execing      bool          // EXEC is running its queued commands
@@ -406,6 +407,7 @@ func (c *client) flush() bool {
 		} else {
 			c.out = c.out[:0]
 		}
+		c.mark = 0
 	}
 	if c.pusherOn.Load() {
 		c.pmu.Lock()
@@ -531,8 +533,10 @@ func (c *client) process(args [][]byte) {
 		}
 	} else {
 		// Muted, nothing is deferred (deferrable), so no earlier reply
-		// is rebuilt after mark.
-		muted, mark := c.muted(), len(c.out)
+		// is rebuilt after the mark; a flush meanwhile (the wait for the
+		// end of a pause) moves it to 0.
+		muted := c.muted()
+		c.mark = len(c.out)
 		c.dispatch(args)
 		if c.leave || c.held || c.paused {
 			return
@@ -540,7 +544,7 @@ func (c *client) process(args [][]byte) {
 		// A reply made while muted is dropped; CLIENT REPLY ON and
 		// RESET unmute first, so theirs goes out.
 		if muted && c.muted() {
-			c.out = c.out[:mark]
+			c.out = c.out[:c.mark]
 		}
 	}
 	// As Redis's resetClient: a SKIP lasts one command, which may be any

@@ -197,3 +197,18 @@ func TestClientPauseDeferred(t *testing.T) {
 		})
 	}
 }
+
+// TestClientPauseMuted: a command held while replies are off still drops
+// its reply when it runs, after the replies before it went out.
+func TestClientPauseMuted(t *testing.T) {
+	forEachServing(t, func(t *testing.T, ts *testServer) {
+		admin, w := ts.dial(), ts.dial()
+		admin.do(cmd("CLIENT", "PAUSE", "600000", "WRITE"), "+OK\r\n")
+		w.send(cmd("PING") + cmd("CLIENT", "REPLY", "SKIP") + cmd("SET", "x", "1") + cmd("CLIENT", "REPLY", "OFF") +
+			cmd("SET", "y", "1") + cmd("CLIENT", "REPLY", "ON") + cmd("MGET", "x", "y"))
+		w.expect("+PONG\r\n")
+		admin.do(cmd("CLIENT", "UNPAUSE"), "+OK\r\n")
+		w.expect("+OK\r\n*2\r\n$1\r\n1\r\n$1\r\n1\r\n")
+		w.do(cmd("PING"), "+PONG\r\n")
+	})
+}
