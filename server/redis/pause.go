@@ -168,11 +168,19 @@ func (c *client) pauseHolds(cmd *command) bool {
 		select {
 		case <-ended:
 		case <-c.stopc:
+		case <-c.s.done:
+		}
+		// Close (CLIENT KILL, Shutdown) wins over the end of the pause,
+		// which beginClose brings about too.
+		if c.stopping() {
 			c.closeNow = true
 			return true
+		}
+		select {
 		case <-c.s.done:
 			c.closeNow = true
 			return true
+		default:
 		}
 	}
 }
