@@ -906,12 +906,32 @@ func (db *DB) Sync() error {
 // key slices are valid only during the call. Servers use it for client-side
 // cache invalidation. The returned function unsubscribes.
 func (db *DB) Subscribe(fn func(keys [][]byte)) (cancel func()) {
+	return db.SubscribeExpiry(func(changed, expired [][]byte) {
+		switch {
+		case len(expired) == 0:
+			fn(changed)
+		case len(changed) == 0:
+			fn(expired)
+		default:
+			fn(append(changed[:len(changed):len(changed)], expired...))
+		}
+	})
+}
+
+// SubscribeExpiry is Subscribe for a subscriber that must tell apart the
+// keys a commit changed from those it only dropped because they had
+// expired (by active expiry, after a read found them expired, or by a
+// delete of an expired key): no read could see those any more, so for
+// some purposes nothing changed. Redis's WATCH, for one, ignores the
+// deletion of a key that was already expired when it was watched.
+// Either slice may be empty.
+func (db *DB) SubscribeExpiry(fn func(changed, expired [][]byte)) (cancel func()) {
 	db.obsMu.Lock()
 	defer db.obsMu.Unlock()
 	db.obsSeq++
 	id := db.obsSeq
 	if db.observers == nil {
-		db.observers = map[uint64]func([][]byte){}
+		db.observers = map[uint64]func(changed, expired [][]byte){}
 	}
 	db.observers[id] = fn
 	db.hasObservers.Store(true)
@@ -923,18 +943,36 @@ func (db *DB) Subscribe(fn func(keys [][]byte)) (cancel func()) {
 	}
 }
 
+// dropsExpired reports whether a is the drop of a key that had expired:
+// a deletion that writes no record (opForget, or opDelete of an expired
+// key still in the key directory).
+func (a *apply) dropsExpired() bool { return a.del && a.rel < 0 }
+
 func (db *DB) notify(applies []apply) {
 	if !db.hasObservers.Load() || len(applies) == 0 {
 		return
 	}
+	// keys[:n] changed, keys[n:] only dropped because expired (see
+	// SubscribeExpiry), each in commit order.
 	keys := make([][]byte, len(applies))
+	n := 0
 	for i := range applies {
-		keys[i] = applies[i].key
+		if a := &applies[i]; !a.dropsExpired() {
+			keys[n] = a.key
+			n++
+		}
+	}
+	m := n
+	for i := range applies {
+		if a := &applies[i]; a.dropsExpired() {
+			keys[m] = a.key
+			m++
+		}
 	}
 	db.obsMu.Lock()
 	defer db.obsMu.Unlock()
 	for _, fn := range db.observers {
-		fn(keys)
+		fn(keys[:n:n], keys[n:])
 	}
 }
 

@@ -79,7 +79,7 @@ type DB struct {
 
 	obsMu        sync.Mutex
 	obsSeq       uint64
-	observers    map[uint64]func([][]byte)
+	observers    map[uint64]func(changed, expired [][]byte)
 	hasObservers atomic.Bool
 
 	// Keys reads found expired, waiting for lazyExpireWorker to drop them

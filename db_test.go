@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -663,6 +664,39 @@ func TestSubscribeExpiredOnRead(t *testing.T) {
 	expect("n")
 	if st := db.Stats(); st.Keys != 0 {
 		t.Fatalf("%d keys left", st.Keys)
+	}
+}
+
+// TestSubscribeExpiry: SubscribeExpiry tells the keys a commit changed
+// from those it only dropped because they had expired.
+func TestSubscribeExpiry(t *testing.T) {
+	clk := newTestClock()
+	db := openTest(t, t.TempDir(), &Options{Now: clk.Now, ExpiryPeriod: -1})
+	var got []string
+	cancel := db.SubscribeExpiry(func(changed, expired [][]byte) {
+		for _, k := range changed {
+			got = append(got, "changed:"+string(k))
+		}
+		for _, k := range expired {
+			got = append(got, "expired:"+string(k))
+		}
+	})
+	defer cancel()
+	db.SetWithTTL([]byte("t"), []byte("x"), time.Second)
+	db.SetWithTTL([]byte("u"), []byte("x"), time.Second)
+	clk.Advance(2 * time.Second)
+	db.expireSample() // drops both
+	db.SetWithTTL([]byte("d"), []byte("x"), time.Second)
+	clk.Advance(2 * time.Second)
+	var b Batch
+	b.Delete([]byte("d")) // expired, still in the directory
+	b.Set([]byte("s"), []byte("1"))
+	if err := db.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(got[2:4]) // active expiry's order is the map's
+	if fmt.Sprint(got) != "[changed:t changed:u expired:t expired:u changed:d changed:s expired:d]" {
+		t.Fatalf("notified of %v", got)
 	}
 }
 

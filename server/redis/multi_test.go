@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/caskade/caskade"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -269,4 +272,35 @@ func TestWatchKeySetAndDeletedAgain(t *testing.T) {
 	if n := ts.srv.watchReg.n.Load(); n != 0 {
 		t.Errorf("%d keys still registered after EXEC and UNWATCH", n)
 	}
+}
+
+// TestWatchKeyExpiredBeforeWatch: as in Redis, WATCH of a key that has
+// expired already is not disturbed when the key is dropped later (here
+// at once, by the read WATCH makes, since active expiry is off); a key
+// that expires after WATCH fails EXEC.
+func TestWatchKeyExpiredBeforeWatch(t *testing.T) {
+	var skew atomic.Int64 // the database's clock runs ahead by this much
+	ts := startServerOpts(t, &caskade.Options{Sync: caskade.SyncNone, ExpiryPeriod: -1,
+		Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
+	c := ts.dial()
+	c.do(cmd("SET", "k", "v", "EX", "100"), "+OK\r\n")
+	c.do(cmd("SET", "j", "v", "EX", "100"), "+OK\r\n")
+	c.do(cmd("WATCH", "j"), "+OK\r\n")
+	skew.Store(int64(time.Hour)) // both expire
+	c.do(cmd("WATCH", "k"), "+OK\r\n")
+	waitFor(t, "the expired keys to be dropped", func() bool {
+		ts.db.Has([]byte("j"))
+		return ts.db.Stats().Keys == 0
+	})
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("SET", "x", "1"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*-1\r\n") // j expired after WATCH
+	skew.Store(0)
+	c.do(cmd("SET", "k", "v", "EX", "100"), "+OK\r\n")
+	skew.Store(int64(time.Hour))
+	c.do(cmd("WATCH", "k"), "+OK\r\n")
+	waitFor(t, "the expired key to be dropped", func() bool { return ts.db.Stats().Keys == 0 })
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("SET", "x", "1"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*1\r\n+OK\r\n")
 }

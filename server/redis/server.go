@@ -233,8 +233,16 @@ func (s *Server) init() {
 		s.track = newTracker(s)
 		s.scanCursor.init()
 		if s.DB != nil {
-			s.unsub = s.DB.Subscribe(func(keys [][]byte) {
-				s.watchReg.touch(keys)
+			s.unsub = s.DB.SubscribeExpiry(func(changed, expired [][]byte) {
+				// A key that expires is a change to those who WATCHed
+				// it while it lived, which EXEC's version check sees;
+				// dropping one that was expired already when WATCHed
+				// is none, as in Redis.
+				s.watchReg.touch(changed)
+				keys := changed
+				if len(expired) > 0 {
+					keys = append(changed[:len(changed):len(changed)], expired...)
+				}
 				s.track.onCommit(keys)
 			})
 		}
