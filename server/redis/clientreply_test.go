@@ -1,8 +1,10 @@
 package redis
 
 import (
+	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caskade/caskade"
 )
@@ -19,14 +21,16 @@ func TestClientReply(t *testing.T) {
 	}
 }
 
-func testClientReply(t *testing.T, ts *testServer) {
-	type tc struct {
-		name string
-		cmds [][]string
-		want string
-	}
+// clientReplyCase is a sequence of commands and the bytes Redis 7 replies.
+type clientReplyCase struct {
+	name string
+	cmds [][]string
+	want string
+}
+
+func clientReplyCases() []clientReplyCase {
 	c := func(args ...string) []string { return args }
-	cases := []tc{
+	return []clientReplyCase{
 		{"off then on", [][]string{c("CLIENT", "REPLY", "OFF"), c("SET", "a", "1"), c("GET", "a"), c("CLIENT", "REPLY", "ON"), c("GET", "a")},
 			"+OK\r\n$1\r\n1\r\n"},
 		{"skip", [][]string{c("CLIENT", "REPLY", "SKIP"), c("SET", "a", "1"), c("GET", "a")}, "$1\r\n1\r\n"},
@@ -54,7 +58,10 @@ func testClientReply(t *testing.T, ts *testServer) {
 		{"pipelined blind writes", [][]string{c("SET", "p", "1"), c("INCR", "p"), c("CLIENT", "REPLY", "SKIP"), c("INCR", "p"), c("INCR", "p"), c("CLIENT", "REPLY", "OFF"), c("MSET", "q", "1"), c("INCR", "p"), c("CLIENT", "REPLY", "ON"), c("INCR", "p"), c("GET", "q")},
 			"+OK\r\n:2\r\n:4\r\n+OK\r\n:6\r\n$1\r\n1\r\n"},
 	}
-	for _, tc := range cases {
+}
+
+func testClientReply(t *testing.T, ts *testServer) {
+	for _, tc := range clientReplyCases() {
 		for _, pipelined := range []bool{false, true} {
 			conn := ts.dial()
 			var all strings.Builder
@@ -106,4 +113,37 @@ func TestClientReplyPushes(t *testing.T) {
 		t.Fatalf("invalidated %q", keys)
 	}
 	c.do(cmd("CLIENT", "REPLY", "ON"), "+OK\r\n")
+}
+
+// TestClientReplyAgainstRedis sends the cases of TestClientReply to a real
+// redis-server too, where one is installed, and compares the bytes.
+func TestClientReplyAgainstRedis(t *testing.T) {
+	sock := startRedis(t)
+	ts := startServer(t, nil)
+	for _, tc := range clientReplyCases() {
+		var req strings.Builder
+		for _, a := range tc.cmds {
+			req.WriteString(cmd(a...))
+		}
+		req.WriteString(cmd("PING", "end"))
+		var got [2]string
+		for i, c := range []*diffConn{dialDiff(t, "tcp", ts.addr), dialDiff(t, "unix", sock)} {
+			c.nc.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.WriteString(c.nc, req.String()); err != nil {
+				t.Fatal(err)
+			}
+			var b []byte
+			for !strings.HasSuffix(string(b), "$3\r\nend\r\n") {
+				line, err := c.br.ReadBytes('\n')
+				if err != nil {
+					t.Fatalf("%s: %v after %q", tc.name, err, b)
+				}
+				b = append(b, line...)
+			}
+			got[i] = string(b)
+		}
+		if got[0] != got[1] {
+			t.Errorf("%s:\ncaskade: %q\nredis:   %q", tc.name, got[0], got[1])
+		}
+	}
 }
