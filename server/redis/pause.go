@@ -93,8 +93,8 @@ func (p *pauser) endLocked() {
 }
 
 // holds reports whether a command that writes (or not) is held now, and
-// returns the channel closed when the pause ends. With wait, c (on an
-// event loop) is kicked then.
+// returns the channel closed when the pause ends. If c is not nil (a
+// client on an event loop), it is kicked then.
 func (p *pauser) holds(write bool, c *client) (bool, <-chan struct{}) {
 	if !p.on.Load() {
 		return false, nil
@@ -110,7 +110,7 @@ func (p *pauser) holds(write bool, c *client) (bool, <-chan struct{}) {
 	return true, p.ended
 }
 
-// mayWrite reports whether cmd, about to run with args, counts as a write
+// mayWrite reports whether cmd, about to run, counts as a write
 // for CLIENT PAUSE WRITE.
 func (c *client) mayWrite(cmd *command) bool {
 	switch {
