@@ -209,6 +209,20 @@ func hexValue(c byte) byte {
 	}
 }
 
+// SplitArgs splits line into arguments as Redis's sdssplitargs does for
+// inline commands and redis.conf lines: blanks separate arguments; in
+// double quotes \n, \r, \t, \b, \a and \xHH are escapes and a backslash
+// before any other byte stands for that byte; single quotes are literal
+// but for \'. ok is false for unbalanced quotes, a closing quote not
+// followed by a blank, or a NUL byte.
+func SplitArgs(line []byte) (args [][]byte, ok bool) {
+	if bytes.IndexByte(line, 0) >= 0 {
+		return nil, false
+	}
+	var r Reader
+	return r.splitArgs(line, nil)
+}
+
 // splitArgs splits an inline command line exactly as Redis's sdssplitargs
 // does, appending the arguments (copied into the arena) to args. It
 // returns false for unbalanced quotes, or for a closing quote not followed

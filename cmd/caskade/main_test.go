@@ -615,11 +615,11 @@ func TestServeConfigFileQuoting(t *testing.T) {
 		{`requirepass 'say "hi"'`, `say "hi"`, ""},
 		{`requirepass "\xZZ"`, "xZZ", ""},
 		{`requirepass in"side'`, `in"side'`, ""},
-		{`requirepass "unclosed`, "", `:1: unbalanced quotes in "unclosed`},
-		{`requirepass 'unclosed`, "", `:1: unbalanced quotes in 'unclosed`},
-		{`requirepass "ends in backslash\"`, "", "unbalanced quotes"},
-		{`requirepass "a" b`, "", `:1: text "b" after the closing quote of "a" b`},
-		{`requirepass 'a'b`, "", `text "b" after the closing quote`},
+		{`requirepass "unclosed`, "", `:1: bad quoting in "unclosed`},
+		{`requirepass 'unclosed`, "", `:1: bad quoting in 'unclosed`},
+		{`requirepass "ends in backslash\"`, "", "bad quoting"},
+		{`requirepass "a" b`, "", `:1: text after the closing quote of "a" b`},
+		{`requirepass 'a'b`, "", `bad quoting in 'a'b`},
 	} {
 		os.WriteFile(conf, []byte(tc.line+"\n"), 0o644)
 		cmd := newServeCmd(&hooks{})

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/resp"
 	"github.com/caskade/caskade/server/httpapi"
 	"github.com/caskade/caskade/server/memcache"
 	"github.com/caskade/caskade/server/metrics"
@@ -306,56 +307,25 @@ func (cfg *serveConfig) validateTLS() error {
 }
 
 // unquoteConfigValue returns a config file value without its quotes, as
-// redis.conf reads them: a value wrapped in double quotes takes the
-// escapes \n, \r, \t, \b, \a and \xHH, and a backslash before any other
-// character stands for that character (\" and \\ among them); a value
-// wrapped in single quotes is taken literally but for \', a quote. Nothing
-// may follow the closing quote but blanks, and a quote must be closed. A
-// value that does not begin with a quote is taken as it is.
+// redis.conf reads them (resp.SplitArgs, Redis's sdssplitargs): a value
+// wrapped in double quotes takes the escapes \n, \r, \t, \b, \a and \xHH,
+// and a backslash before any other character stands for that character
+// (\" and \\ among them); a value wrapped in single quotes is taken
+// literally but for \', a quote. Nothing may follow the closing quote but
+// blanks, and a quote must be closed. A value that does not begin with a
+// quote is taken as it is.
 func unquoteConfigValue(val string) (string, error) {
 	if val == "" || (val[0] != '"' && val[0] != '\'') {
 		return val, nil
 	}
-	q := val[0]
-	var b strings.Builder
-	for i := 1; i < len(val); i++ {
-		c := val[i]
-		switch {
-		case c == q:
-			if rest := strings.TrimSpace(val[i+1:]); rest != "" {
-				return "", fmt.Errorf("text %q after the closing quote of %s (wrap the whole value in quotes)", rest, val)
-			}
-			return b.String(), nil
-		case c == '\\' && i+1 < len(val) && q == '\'':
-			if val[i+1] == '\'' {
-				i++
-				c = '\''
-			}
-		case c == '\\' && i+1 < len(val):
-			i++
-			switch c = val[i]; c {
-			case 'n':
-				c = '\n'
-			case 'r':
-				c = '\r'
-			case 't':
-				c = '\t'
-			case 'b':
-				c = '\b'
-			case 'a':
-				c = '\a'
-			case 'x':
-				if i+2 < len(val) {
-					if h, err := strconv.ParseUint(val[i+1:i+3], 16, 8); err == nil {
-						c = byte(h)
-						i += 2
-					}
-				}
-			}
-		}
-		b.WriteByte(c)
+	args, ok := resp.SplitArgs([]byte(val))
+	switch {
+	case !ok:
+		return "", fmt.Errorf("bad quoting in %s: a quote left open, or text right after the closing one", val)
+	case len(args) != 1:
+		return "", fmt.Errorf("text after the closing quote of %s (wrap the whole value in quotes)", val)
 	}
-	return "", fmt.Errorf("unbalanced quotes in %s", val)
+	return string(args[0]), nil
 }
 
 func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
