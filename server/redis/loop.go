@@ -86,6 +86,23 @@ func (s *Server) offLoop(cmd *command, blind bool) bool {
 // looped reports whether an event loop serves c.
 func (c *client) looped() bool { return c.lc != nil && c.lc.Attached() }
 
+// resume runs the command read before, which waited for the commit of
+// the writes before it (held) or for the end of a CLIENT PAUSE (paused).
+// It reports whether Serve may go on to read more: not if the client
+// closed, left the loop, or has to wait again.
+func (c *client) resume() bool {
+	if !c.run(c.args) {
+		c.closeOnLoop()
+		return false
+	}
+	if c.leave {
+		c.leave = false
+		c.leaveLoop(c.args)
+		return false
+	}
+	return !c.held && !c.paused
+}
+
 // Serve runs the commands that have arrived (netloop.Handler). It reads at
 // most once: the loop comes back when more arrives.
 func (c *client) Serve() {
@@ -100,16 +117,7 @@ func (c *client) Serve() {
 		c.turnErrs = nil
 		if c.held {
 			c.held = false
-			if !c.run(c.args) {
-				c.closeOnLoop()
-				return
-			}
-			if c.leave {
-				c.leave = false
-				c.leaveLoop(c.args)
-				return
-			}
-			if c.held {
+			if !c.resume() {
 				return
 			}
 		}
@@ -120,16 +128,7 @@ func (c *client) Serve() {
 			return
 		}
 		c.paused = false
-		if !c.run(c.args) {
-			c.closeOnLoop()
-			return
-		}
-		if c.leave {
-			c.leave = false
-			c.leaveLoop(c.args)
-			return
-		}
-		if c.held || c.paused {
+		if !c.resume() {
 			return
 		}
 	}
