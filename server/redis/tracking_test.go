@@ -18,21 +18,7 @@ import (
 func TestRueidisClientSideCaching(t *testing.T) {
 	ts := startServer(t, nil)
 	ctx := context.Background()
-	inval := make(chan string, 100)
-	cli, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress: []string{ts.addr},
-		OnInvalidations: func(ms []rueidis.RedisMessage) {
-			for _, m := range ms {
-				if k, err := m.ToString(); err == nil {
-					inval <- k
-				}
-			}
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cli, inval := rueidisCaching(t, ts.addr)
 	waitInval := func(key string) {
 		t.Helper()
 		timeout := time.After(10 * time.Second)
@@ -276,21 +262,7 @@ func TestTrackingExpiredOnAccess(t *testing.T) {
 func TestRueidisExpiredInvalidation(t *testing.T) {
 	ts := startServerOpts(t, &caskade.Options{Sync: caskade.SyncNone, ExpiryPeriod: -1})
 	ctx := context.Background()
-	inval := make(chan string, 100)
-	cli, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress: []string{ts.addr},
-		OnInvalidations: func(ms []rueidis.RedisMessage) {
-			for _, m := range ms {
-				if k, err := m.ToString(); err == nil {
-					inval <- k
-				}
-			}
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cli, inval := rueidisCaching(t, ts.addr)
 	other := ts.goRedis(nil)
 	if err := other.Set(ctx, "k", "v", 50*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
@@ -316,4 +288,27 @@ func TestRueidisExpiredInvalidation(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no invalidation of the expired key")
 	}
+}
+
+// rueidisCaching returns a rueidis client with client-side caching on (its
+// default), closed when the test ends, and a channel of the keys its
+// invalidation pushes name.
+func rueidisCaching(t *testing.T, addr string) (rueidis.Client, <-chan string) {
+	t.Helper()
+	inval := make(chan string, 100)
+	cli, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: []string{addr},
+		OnInvalidations: func(ms []rueidis.RedisMessage) {
+			for _, m := range ms {
+				if k, err := m.ToString(); err == nil {
+					inval <- k
+				}
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cli.Close)
+	return cli, inval
 }
