@@ -3,7 +3,6 @@ package redis
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"syscall"
 	"testing"
@@ -386,23 +385,11 @@ func TestInfoReportsFailedSaveAndMerge(t *testing.T) {
 	c := ts.dial()
 	status := func(field string) string {
 		t.Helper()
-		c.send(cmd("INFO", "persistence"))
-		line := c.readLine() // $<len>
-		var n int
-		if _, err := fmt.Sscanf(line, "$%d", &n); err != nil {
-			t.Fatalf("INFO reply %q", line)
+		v, ok := infoSection(t, c, "persistence")[field]
+		if !ok {
+			t.Fatalf("INFO persistence lacks %s", field)
 		}
-		body := make([]byte, n+2)
-		if _, err := io.ReadFull(c.br, body); err != nil {
-			t.Fatal(err)
-		}
-		for l := range strings.SplitSeq(string(body), "\r\n") {
-			if v, ok := strings.CutPrefix(l, field+":"); ok {
-				return v
-			}
-		}
-		t.Fatalf("INFO persistence lacks %s:\n%s", field, body)
-		return ""
+		return v
 	}
 	c.do(cmd("SET", "k", "1"), "+OK\r\n")
 	c.do(cmd("SET", "k", "2"), "+OK\r\n") // a dead record, for merge to rewrite
