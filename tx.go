@@ -661,6 +661,15 @@ func (r *TxReader) RangeIterator(begin, end KeySelector, opts *RangeOptions) *Tx
 	if it.err != nil {
 		return it
 	}
+	// Selectors that cannot have a key between them (begin at or after end
+	// both in key, OrEqual aside, and in offset) read nothing: as in
+	// FoundationDB, the range is empty without resolving them, so it adds
+	// no read conflict and fails with no error their resolution would
+	// meet (such as ErrAccessedUnreadable).
+	if begin.Offset >= end.Offset && bytes.Compare(selectorBound(begin), selectorBound(end)) >= 0 {
+		it.finished = true
+		return it
+	}
 	// A selector of offset 1 (FirstGreaterOrEqual, FirstGreaterThan) bounds
 	// the range at its own key: the pairs are those at or after it (after
 	// it, with OrEqual), whatever keys exist, so it is not resolved and
