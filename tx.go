@@ -36,7 +36,7 @@ type Tx struct {
 	writes *btree.BTreeG[*txWrite] // by key
 	clears []keyRange              // cleared ranges, for keys not in writes
 	// vsRanges are where the keys of SetVersionstampedKey may land, less
-	// what was set or cleared since: reading there fails with
+	// what was cleared since: reading there fails with
 	// ErrAccessedUnreadable, as in FoundationDB.
 	vsRanges []keyRange
 	ops      []op // mutations in order, for the commit
@@ -66,7 +66,8 @@ type txWrite struct {
 	pending []op   // atomic operations on a base value not read yet
 	// unreadable: the value holds a versionstamp known only at commit
 	// (SetVersionstampedValue, perhaps with atomic operations after it);
-	// reading it fails with ErrAccessedUnreadable until a Set or Clear.
+	// reading it fails with ErrAccessedUnreadable until a Clear (a Set
+	// keeps it unreadable, as in FoundationDB).
 	unreadable bool
 }
 
@@ -349,7 +350,8 @@ func (tx *Tx) readableSpan(span keyRange) error {
 }
 
 // makeReadable removes span from the unreadable ranges of versionstamped
-// keys: a Set or Clear there makes the result of a read known again.
+// keys: a Clear or ClearRange there makes the result of a read known
+// again.
 func (tx *Tx) makeReadable(span keyRange) {
 	if len(tx.vsRanges) == 0 {
 		return
@@ -997,8 +999,8 @@ func (tx *Tx) fail(err error) {
 func (tx *Tx) Set(key, value []byte) {
 	if tx.mutation(op{kind: opSet, key: key, value: value}) {
 		w := tx.write(key)
-		w.known, w.present, w.value, w.pending, w.unreadable = true, true, bytes.Clone(value), nil, false
-		tx.makeReadable(keyRange{w.key, keyAfter(bytes.Clone(key))})
+		// An unreadable key stays so (see SetVersionstampedKey).
+		w.known, w.present, w.value, w.pending = true, true, bytes.Clone(value), nil
 	}
 }
 
@@ -1013,8 +1015,8 @@ func (tx *Tx) SetEntry(key, value []byte, o SetOptions) {
 	}
 	if tx.mutation(op{kind: opSet, key: key, value: value, expiry: exp, flags: o.Flags}) {
 		w := tx.write(key)
-		w.known, w.present, w.value, w.pending, w.unreadable = true, true, bytes.Clone(value), nil, false
-		tx.makeReadable(keyRange{w.key, keyAfter(bytes.Clone(key))})
+		// An unreadable key stays so (see SetVersionstampedKey).
+		w.known, w.present, w.value, w.pending = true, true, bytes.Clone(value), nil
 	}
 }
 
@@ -1109,8 +1111,11 @@ func (tx *Tx) CompareAndClear(key, param []byte) { tx.atomic(atomicCompareAndCle
 // the stamps of the first version after the read version and the all-0xff
 // stamp, so, as in FoundationDB, a read whose result depends on that range
 // (a Get inside it, a range read or a key selector that covers part of it)
-// fails with ErrAccessedUnreadable, except where a Set or Clear since made
-// the result known.
+// fails with ErrAccessedUnreadable, except where a Clear or ClearRange
+// since made the result known. A Set does not: as in FoundationDB
+// (WriteMap::mutate keeps a key's unreadable mark through a set), a key
+// set where a versionstamped key may land, or set after
+// SetVersionstampedValue, stays unreadable until cleared.
 func (tx *Tx) SetVersionstampedKey(key, value []byte) {
 	if len(key) < 4 || int(uint32(key[len(key)-4])|uint32(key[len(key)-3])<<8|uint32(key[len(key)-2])<<16|uint32(key[len(key)-1])<<24)+10 > len(key)-4 {
 		tx.fail(fmt.Errorf("%w: versionstamp offset outside the key", ErrInvalidOperation))
@@ -1140,10 +1145,11 @@ func versionstampKeyRange(key []byte, readVersion uint64) keyRange {
 
 // SetVersionstampedValue sets key to value with its placeholder (located
 // by value's last 4 bytes, as for SetVersionstampedKey) replaced by the
-// transaction's versionstamp. Until a Set or Clear of key, reading it in
-// the transaction (Get, or a range read or key selector that reaches it)
-// fails with ErrAccessedUnreadable, as in FoundationDB; atomic operations
-// on it apply at commit to the value with its versionstamp.
+// transaction's versionstamp. Until a Clear or ClearRange of key, reading
+// it in the transaction (Get, or a range read or key selector that reaches
+// it) fails with ErrAccessedUnreadable, as in FoundationDB, even after a
+// Set of it (see SetVersionstampedKey); atomic operations on it apply at
+// commit, in order, to the value with its versionstamp.
 func (tx *Tx) SetVersionstampedValue(key, value []byte) {
 	if len(value) < 4 || int(uint32(value[len(value)-4])|uint32(value[len(value)-3])<<8|uint32(value[len(value)-2])<<16|uint32(value[len(value)-1])<<24)+10 > len(value)-4 {
 		tx.fail(fmt.Errorf("%w: versionstamp offset outside the value", ErrInvalidOperation))

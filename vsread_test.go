@@ -60,12 +60,17 @@ func TestVersionstampedValueUnreadable(t *testing.T) {
 		t.Fatalf("versionstamp %x", vs)
 	}
 
-	// A Set or Clear afterwards makes it readable again.
+	// A Set afterwards leaves it unreadable, as in FoundationDB (the
+	// commit stores the plain value); a Clear makes it readable again.
 	tx = mustBegin(t, db)
 	tx.SetVersionstampedValue([]byte("k"), stamped)
 	tx.Set([]byte("k"), []byte("plain"))
+	_, err = tx.Get([]byte("k"))
+	unreadable("get after a set", err)
+	tx.Clear([]byte("k"))
+	tx.Set([]byte("k"), []byte("plain"))
 	if v, err := tx.Get([]byte("k")); err != nil || string(v) != "plain" {
-		t.Errorf("after a set: %q %v", v, err)
+		t.Errorf("after a clear and a set: %q %v", v, err)
 	}
 	tx.SetVersionstampedValue([]byte("k"), stamped)
 	tx.ClearRange([]byte("j"), []byte("l"))
@@ -73,6 +78,15 @@ func TestVersionstampedValueUnreadable(t *testing.T) {
 		t.Errorf("after a range clear: %v", err)
 	}
 	tx.Rollback()
+	tx = mustBegin(t, db)
+	tx.SetVersionstampedValue([]byte("k"), stamped)
+	tx.Set([]byte("k"), []byte("plain"))
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := db.Get([]byte("k")); err != nil || string(v) != "plain" {
+		t.Errorf("committed after a set: %q %v", v, err)
+	}
 }
 
 // A versionstamp offset outside the key or value fails the commit with
@@ -162,13 +176,18 @@ func TestVersionstampedKeyUnreadable(t *testing.T) {
 	_, err = tx.GetKey(FirstGreaterOrEqual([]byte("r")))
 	readable("selector after the range", err)
 
-	// A Set makes its key known, a ClearRange its range.
+	// A Set leaves its key unreadable, as in FoundationDB; a Clear makes
+	// it known, a ClearRange its range.
+	tx.Set(stampAt(rv+1), []byte("mine"))
+	_, err = tx.Get(stampAt(rv + 1))
+	unreadable("get of a key set since", err)
+	tx.Clear(stampAt(rv + 1))
 	tx.Set(stampAt(rv+1), []byte("mine"))
 	if v, err := tx.Get(stampAt(rv + 1)); err != nil || string(v) != "mine" {
-		t.Errorf("get of a key set since: %q %v", v, err)
+		t.Errorf("get of a key cleared and set since: %q %v", v, err)
 	}
 	_, err = tx.Range([]byte("q:"), []byte("q;"), nil)
-	unreadable("range after one key was set", err)
+	unreadable("range after one key was cleared", err)
 	tx.ClearRange([]byte("q:"), []byte("q;"))
 	kvs, err = tx.Range([]byte("q:"), []byte("q;"), nil)
 	if err != nil || len(kvs) != 0 {
