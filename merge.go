@@ -250,11 +250,18 @@ func (m *merger) keepNewestVersion() error {
 }
 
 // versionKey returns the key of keepNewestVersion's tombstone: the
-// shortest run of zero bytes that has no entry in v.
+// shortest run of zero bytes that has no live entry in v. An expired
+// entry does not count: the merge drops it if it is in an input, and one
+// in the active file has a newer version than the tombstone, which
+// therefore deletes nothing there either. Counting it made the tombstone's
+// key longer than the one ReclaimableBytes expects once the merge has
+// dropped the expired key, so that right after a merge ReclaimableBytes
+// reported a byte or two to reclaim, and a caller merging to reclaim
+// space merged again for nothing.
 func versionKey(v *view) []byte {
 	key := []byte{}
 	for {
-		if _, ok := v.tree.Get(key); !ok {
+		if e, ok := v.tree.Get(key); !ok || e.Expired(v.nowMs) {
 			return key
 		}
 		key = append(key, 0)
