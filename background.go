@@ -152,7 +152,13 @@ func (db *DB) expiredOnRead(key []byte, version uint64) {
 	if db.lazy == nil {
 		db.lazy = map[string]uint64{}
 	}
-	if len(db.lazy) < maxLazyExpiry {
+	// Keep the newest version a read found expired: a read of an older
+	// snapshot may find an older value expired after a newer read found
+	// the key's current value expired, and dropping is checked against
+	// the current value's version.
+	if old, ok := db.lazy[string(key)]; ok {
+		db.lazy[string(key)] = max(old, version)
+	} else if len(db.lazy) < maxLazyExpiry {
 		db.lazy[string(key)] = version
 	}
 	db.lazyMu.Unlock()
