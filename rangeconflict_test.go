@@ -246,7 +246,7 @@ func TestTxKeyRange(t *testing.T) {
 		{begin: "b", nilEnd: true, want: "b,bb,c,\xff,\xff\xff"},
 		{begin: "", nilEnd: true, o: RangeOptions{Reverse: true, Limit: 2}, want: "\xff\xff,\xff"},
 		{begin: "a", end: "c", want: "a,b,bb"},
-		{begin: "c", end: "b", want: ""},
+		{begin: "c", end: "c", want: ""},
 		{begin: "a", end: "\xff", o: RangeOptions{Limit: 2}, want: "a,b"},
 	} {
 		tx := mustBegin(t, db)
@@ -264,6 +264,12 @@ func TestTxKeyRange(t *testing.T) {
 		}
 		tx.Rollback()
 	}
+
+	tx := mustBegin(t, db)
+	if _, err := tx.Range([]byte("c"), []byte("b"), nil); !errors.Is(err, ErrInvalidRange) {
+		t.Errorf("Range(c, b): %v, want ErrInvalidRange", err)
+	}
+	tx.Rollback()
 
 	// Conflicts: the whole range to the end, or up to the last key a
 	// limited read returned.

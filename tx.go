@@ -608,10 +608,15 @@ func (r *TxReader) Range(begin, end []byte, opts *RangeOptions) ([]KeyValue, err
 }
 
 // KeyRangeIterator returns an iterator over the pairs with keys in
-// [begin, end); a nil end is the end of the key space.
+// [begin, end); a nil end is the end of the key space. An end before begin
+// fails with ErrInvalidRange.
 func (r *TxReader) KeyRangeIterator(begin, end []byte, opts *RangeOptions) *TxIterator {
 	it := r.newIterator(opts)
 	if it.err != nil {
+		return it
+	}
+	if end != nil && bytes.Compare(begin, end) > 0 {
+		it.err = ErrInvalidRange // as DB.Range, and FoundationDB's inverted_range
 		return it
 	}
 	it.lo = append([]byte{}, begin...) // never nil
