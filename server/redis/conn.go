@@ -86,15 +86,16 @@ type client struct {
 	sum          caskade.Batch // an increment's commit (strings.go)
 	buffered     int8          // commandBuffered's answer since the last read: 0 unknown, 1 yes, -1 no
 	pend         pendingRun
-	ended        time.Time    // when the last command ended, if the next one runs right after it
-	unflushed    int          // commands run since replies were last written
-	leave        bool         // the command read must run off the event loop (loop.go)
-	tc           *turnCommits // the commits at the end of its event loop's turn, if it has one
-	tcQueued     bool         // c is in tc's list
-	awaiting     bool         // its turn's commit is in flight (SyncAlways): it runs nothing meanwhile
-	held         bool         // the command read (c.args) waits for the commit of the writes before it
-	paused       bool         // the command read (c.args) waits for the end of a CLIENT PAUSE (pause.go)
-	committed    atomic.Bool  // the commit awaited is done, with turnErrs
+	ended        time.Time       // when the last command ended, if the next one runs right after it
+	unflushed    int             // commands run since replies were last written
+	leave        bool            // the command read must run off the event loop (loop.go)
+	tc           *turnCommits    // the commits at the end of its event loop's turn, if it has one
+	tcQueued     bool            // c is in tc's list
+	awaiting     bool            // its turn's commit is in flight (SyncAlways): it runs nothing meanwhile
+	held         bool            // the command read (c.args) waits for the commit of the writes before it
+	paused       bool            // the command read (c.args) waits for the end of a CLIENT PAUSE (pause.go)
+	pauseEnd     <-chan struct{} // closed when the pause holding it ends
+	committed    atomic.Bool     // the commit awaited is done, with turnErrs
 	turnErrs     []error
 
 	imu      sync.Mutex

@@ -127,7 +127,16 @@ func (c *client) Serve() {
 			c.closeOnLoop() // a shutdown or CLIENT KILL drops the held command
 			return
 		}
-		c.paused = false
+		select {
+		case <-c.pauseEnd:
+		default:
+			// Served for input that arrived meanwhile, which stays
+			// unread: running the command again would only hold it
+			// again, and list it in the pause once more for each
+			// arrival. The pause kicks the client when it ends.
+			return
+		}
+		c.paused, c.pauseEnd = false, nil
 		if !c.resume() {
 			return
 		}

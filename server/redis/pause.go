@@ -143,9 +143,9 @@ func (c *client) pauseHolds(cmd *command) bool {
 	}
 	write := c.mayWrite(cmd)
 	if c.looped() {
-		held, _ := p.holds(write, c)
+		held, ended := p.holds(write, c)
 		if held {
-			c.paused = true
+			c.paused, c.pauseEnd = true, ended
 			if len(c.pend.cmds) > 0 && c.tc != nil {
 				// The writes before it are committed at the end of the
 				// turn (under SyncAlways by a goroutine), not by EndTurn's

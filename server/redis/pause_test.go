@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -211,4 +212,29 @@ func TestClientPauseMuted(t *testing.T) {
 		w.expect("+OK\r\n*2\r\n$1\r\n1\r\n$1\r\n1\r\n")
 		w.do(cmd("PING"), "+PONG\r\n")
 	})
+}
+
+// TestClientPauseLoopedInputWhileHeld: a looped client holding a command
+// that keeps sending is not run again, nor listed again in the pause, for
+// every arrival: its loop leaves it alone until the pause ends. (Each
+// arrival used to add it to the pause's list, without bound.)
+func TestClientPauseLoopedInputWhileHeld(t *testing.T) {
+	ts := startServer(t, func(s *Server) { s.EventLoops = 1 })
+	admin, w := ts.dial(), ts.dial()
+	admin.do(cmd("CLIENT", "PAUSE", "600000", "WRITE"), "+OK\r\n")
+	w.send(cmd("SET", "x", "1"))
+	for i := 0; i < 50; i++ {
+		w.send(cmd("GET", "x"))
+		// One loop serves both: the reply to admin comes after the loop
+		// served w's arrival.
+		admin.do(cmd("PING"), "+PONG\r\n")
+	}
+	ts.srv.pause.mu.Lock()
+	n := len(ts.srv.pause.waiting)
+	ts.srv.pause.mu.Unlock()
+	if n != 1 {
+		t.Errorf("the pause lists %d held clients, want 1", n)
+	}
+	admin.do(cmd("CLIENT", "UNPAUSE"), "+OK\r\n")
+	w.expect("+OK\r\n" + strings.Repeat("$1\r\n1\r\n", 50))
 }
