@@ -531,6 +531,12 @@ func (c *Conn) WriteErr() error {
 	return c.werr
 }
 
+// Hup reports whether the peer has closed its side, or the socket failed
+// (an EPOLLRDHUP, EPOLLHUP or EPOLLERR event came), whether or not the
+// input before that end was read. Call it from the loop (in a Handler
+// method).
+func (c *Conn) Hup() bool { return c.hup }
+
 // Attached reports whether c is still served by its loop.
 func (c *Conn) Attached() bool { return c.loop.Load() != nil }
 

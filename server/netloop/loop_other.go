@@ -34,6 +34,9 @@ func (*Conn) Backlogged() bool { return false }
 // WriteErr reports nil.
 func (*Conn) WriteErr() error { return nil }
 
+// Hup reports false.
+func (*Conn) Hup() bool { return false }
+
 // Attached reports false.
 func (*Conn) Attached() bool { return false }
 

@@ -134,6 +134,14 @@ func (c *client) Serve() {
 			// unread: running the command again would only hold it
 			// again, and list it in the pause once more for each
 			// arrival. The pause kicks the client when it ends.
+			if c.lc.Hup() {
+				// Unless the peer went away: then, as in Redis
+				// (which reads the end of file meanwhile), the client
+				// ends without running its held command, instead of
+				// keeping its connection and its place under
+				// MaxClients until the pause ends, and then writing.
+				c.closeOnLoop()
+			}
 			return
 		}
 		c.paused, c.pauseEnd = false, nil
