@@ -221,6 +221,9 @@ func TestClientPauseMuted(t *testing.T) {
 func TestClientPauseLoopedInputWhileHeld(t *testing.T) {
 	ts := startServer(t, func(s *Server) { s.EventLoops = 1 })
 	admin, w := ts.dial(), ts.dial()
+	// Served once, so that the loop has taken w on: a connection the
+	// server has not accepted yet would not be served by the PINGs below.
+	w.do(cmd("PING"), "+PONG\r\n")
 	admin.do(cmd("CLIENT", "PAUSE", "600000", "WRITE"), "+OK\r\n")
 	w.send(cmd("SET", "x", "1"))
 	for i := 0; i < 50; i++ {
