@@ -826,6 +826,7 @@ func (db *DB) applyGroup(applies []apply, wranges []histRange, ver uint64) {
 				delete(db.expiring, string(a.key))
 				if a.rel < 0 {
 					a.expiry = old.Expiry // a drop of an expired key, for recordHistory
+					db.expiredKeys++
 				}
 			}
 		} else {

@@ -40,8 +40,9 @@ type DB struct {
 	version       uint64       // newest committed, visible version
 	snap          *keydir.Tree // clone of tree at snapVer, shared by snapshots
 	snapVer       uint64
-	keyCompacts   int // key directory compactions (background.go)
-	snapshots     int // open snapshots and iterators
+	keyCompacts   int   // key directory compactions (background.go)
+	expiredKeys   int64 // keys dropped from memory because they expired (Stats.ExpiredKeys)
+	snapshots     int   // open snapshots and iterators
 	recovery      RecoveryStats
 	hist          *history
 	pre           precheckState // guarded by mu

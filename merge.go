@@ -372,6 +372,7 @@ func (m *merger) retireInputs() error {
 		if cur, ok := db.tree.Get(x.key); ok && cur.FileID == x.from && cur.Version == x.version {
 			db.tree.Delete(x.key)
 			delete(db.expiring, string(x.key))
+			db.expiredKeys++
 			if db.txns.count.Load() > 0 {
 				// As recordHistory does for a drop by a commit.
 				db.hist.remember(histItem{key: string(x.key), expiry: cur.Expiry, until: db.version + 1})

@@ -590,3 +590,41 @@ func TestMergeStatsReported(t *testing.T) {
 			st.Merges, st.MergeFailures, st.LastMerge, st.LastMergeEnd, ms)
 	}
 }
+
+// Stats.ExpiredKeys counts the keys dropped because they expired, however
+// they were dropped: by active expiry, by a write to an expired key, and
+// by a merge.
+func TestExpiredKeysCounted(t *testing.T) {
+	clk := newTestClock()
+	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone, Now: clk.Now, ExpiryPeriod: -1, MergeInterval: -1})
+	for _, k := range []string{"a", "b", "c", "d"} {
+		if err := db.SetWithTTL([]byte(k), []byte("v"), time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustSet(t, db, "v", "keep")
+	clk.Advance(2 * time.Second)
+	if n := db.Stats().ExpiredKeys; n != 0 {
+		t.Fatalf("before any drop: ExpiredKeys = %d", n)
+	}
+	if err := db.Delete([]byte("a")); err != nil { // a write to an expired key
+		t.Fatal(err)
+	}
+	if n := db.Stats().ExpiredKeys; n != 1 {
+		t.Fatalf("after a delete of an expired key: ExpiredKeys = %d, want 1", n)
+	}
+	db.expireSample() // active expiry: b, c and d
+	if n := db.Stats().ExpiredKeys; n != 4 {
+		t.Fatalf("after active expiry: ExpiredKeys = %d, want 4", n)
+	}
+	if err := db.SetWithTTL([]byte("e"), []byte("v"), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Second)
+	if _, err := db.Merge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := db.Stats().ExpiredKeys; n != 5 {
+		t.Fatalf("after a merge that dropped e: ExpiredKeys = %d, want 5", n)
+	}
+}

@@ -28,6 +28,10 @@ type Stats struct {
 	Keys int
 	// ExpiringKeys counts the keys with a TTL.
 	ExpiringKeys int
+	// ExpiredKeys counts the keys dropped from memory since Open because
+	// they had expired: by active expiry, after a read found them
+	// expired, by a write to them, or by a merge (Redis's expired_keys).
+	ExpiredKeys int64
 	// Version is the newest committed version.
 	Version uint64
 	// Files lists the data files in id order.
@@ -94,6 +98,7 @@ func (db *DB) Stats() Stats {
 	}
 	s.KeyBytes, s.KeyDeadBytes = db.tree.ArenaBytes()
 	s.KeyCompactions = db.keyCompacts
+	s.ExpiredKeys = db.expiredKeys
 	s.HintsPending = len(db.hints)
 	if db.hintsWriting.Load() {
 		s.HintsPending++

@@ -15,6 +15,8 @@ type dbCollector struct {
 	mergeRunning, mergeDone, mergeOf *prometheus.Desc
 	keyBytes, keyDead, keyCompacts   *prometheus.Desc
 	commits, groups                  *prometheus.Desc
+	expired, merges, mergeFailures   *prometheus.Desc
+	lastMerge                        *prometheus.Desc
 }
 
 func newDBCollector(db *caskade.DB) *dbCollector {
@@ -40,6 +42,10 @@ func newDBCollector(db *caskade.DB) *dbCollector {
 		keyDead:       d("keydir_dead_bytes", "Bytes of keys left in memory by deletions and rewrites, until the directory is compacted."),
 		keyCompacts:   d("keydir_compactions_total", "Compactions of the key directory since open."),
 		commits:       d("commits_total", "Commits (writes, batches, transactions) since open."),
+		expired:       d("expired_keys_total", "Keys dropped from memory since open because they had expired (by active expiry, after a read found them expired, by a write to them or by a merge)."),
+		merges:        d("merges_total", "Merges that finished since open."),
+		mergeFailures: d("merge_failures", "Merges that failed since the last one that finished."),
+		lastMerge:     d("last_merge_duration_seconds", "Wall time of the last merge that finished (0 if none has)."),
 		groups:        d("commit_groups_total", "Group commits since open: one write, and under sync always one fsync, each; commits_total / commit_groups_total is the average group size."),
 	}
 }
@@ -49,7 +55,7 @@ func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.keys, c.expiring, c.live, c.dead, c.disk,
 		c.files, c.snapshots, c.version, c.writesStopped, c.recovery,
 		c.mergeRunning, c.mergeDone, c.mergeOf, c.keyBytes, c.keyDead, c.keyCompacts,
-		c.commits, c.groups} {
+		c.commits, c.groups, c.expired, c.merges, c.mergeFailures, c.lastMerge} {
 		ch <- d
 	}
 }
@@ -75,6 +81,10 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.mergeOf, float64(st.Merge.BytesTotal))
 	g(c.keyBytes, float64(st.KeyBytes))
 	g(c.keyDead, float64(st.KeyDeadBytes))
+	g(c.mergeFailures, float64(st.MergeFailures))
+	g(c.lastMerge, st.LastMerge.Duration.Seconds())
+	ch <- prometheus.MustNewConstMetric(c.expired, prometheus.CounterValue, float64(st.ExpiredKeys))
+	ch <- prometheus.MustNewConstMetric(c.merges, prometheus.CounterValue, float64(st.Merges))
 	ch <- prometheus.MustNewConstMetric(c.keyCompacts, prometheus.CounterValue, float64(st.KeyCompactions))
 	ch <- prometheus.MustNewConstMetric(c.commits, prometheus.CounterValue, float64(st.Commits))
 	ch <- prometheus.MustNewConstMetric(c.groups, prometheus.CounterValue, float64(st.Groups))

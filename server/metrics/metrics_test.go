@@ -152,6 +152,10 @@ func TestDBCollectorAndHandler(t *testing.T) {
 		"caskade_db_keydir_compactions_total 0\n",
 		"caskade_db_commits_total 5\n", // one apiece: nothing ran concurrently
 		"caskade_db_commit_groups_total 5\n",
+		"caskade_db_expired_keys_total 0\n",
+		"caskade_db_merges_total 0\n",
+		"caskade_db_merge_failures 0\n",
+		"caskade_db_last_merge_duration_seconds 0\n",
 		"caskade_db_keydir_key_bytes ",
 		"caskade_db_keydir_dead_bytes ",
 		"go_goroutines ",

@@ -133,7 +133,7 @@ func (s *Server) info(c *client, want map[string]bool) string {
 		kv("total_blocking_keys_on_nokey", 0)
 	}
 	var dbStats caskade.Stats
-	if want["memory"] || want["persistence"] || want["keyspace"] {
+	if want["memory"] || want["persistence"] || want["keyspace"] || want["stats"] {
 		dbStats = s.DB.Stats()
 	}
 	if section("memory", "Memory") {
@@ -242,7 +242,7 @@ func (s *Server) info(c *client, want map[string]bool) string {
 		kv("sync_full", 0)
 		kv("sync_partial_ok", 0)
 		kv("sync_partial_err", 0)
-		kv("expired_keys", 0)
+		kv("expired_keys", dbStats.ExpiredKeys)
 		kv("evicted_keys", 0)
 		kv("evicted_clients", 0)
 		kv("keyspace_hits", s.stats.hits.Load())

@@ -6,7 +6,11 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/caskade/caskade"
 )
 
 // infoSection returns the fields of an INFO section.
@@ -91,4 +95,23 @@ func TestInfoPersistence(t *testing.T) {
 	want(info, "rdb_last_bgsave_time_sec", "0")
 	want(info, "rdb_changes_since_last_save", "0")
 	want(info, "rdb_last_bgsave_status", "ok")
+}
+
+// TestInfoExpiredKeys: INFO stats' expired_keys counts the keys dropped
+// because they expired (here found expired by a DEL), as Redis's does.
+func TestInfoExpiredKeys(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	ts := startServerOpts(t, &caskade.Options{Sync: caskade.SyncNone, ExpiryPeriod: -1,
+		Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	c := ts.dial()
+	if got := infoSection(t, c, "stats")["expired_keys"]; got != "0" {
+		t.Fatalf("expired_keys:%s at start", got)
+	}
+	c.do(cmd("SET", "k", "v", "PX", "100"), "+OK\r\n")
+	now.Add(int64(time.Second))
+	c.do(cmd("DEL", "k"), ":0\r\n")
+	if got := infoSection(t, c, "stats")["expired_keys"]; got != "1" {
+		t.Fatalf("expired_keys:%s after a DEL found k expired, want 1", got)
+	}
 }
