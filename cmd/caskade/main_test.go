@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -484,7 +485,12 @@ func TestServeTLS(t *testing.T) {
 		if err == nil {
 			break
 		}
-		if ctx.Err() != nil || !strings.Contains(err.Error(), "max number of clients") {
+		// Refused while the slot is still taken: with the message, or,
+		// on a loaded machine, closed when the refusal's one-second
+		// deadline ends the handshake first.
+		refused := strings.Contains(err.Error(), "max number of clients") ||
+			errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
+		if ctx.Err() != nil || !refused {
 			t.Fatalf("PING over TLS after the others left: %v", err)
 		}
 	}

@@ -618,6 +618,8 @@ func runLoad(ctx context.Context, m *maint, stdin io.Reader, dir, input string, 
 	} else if isTerminal(stdin) {
 		return errors.New("load: refusing to read a dump from a terminal (use -i FILE or redirect standard input)")
 	}
+	_, statErr := os.Stat(dir)
+	created := os.IsNotExist(statErr)
 	db, err := caskade.Open(dir, &caskade.Options{Sync: caskade.SyncNone, Logger: m.log, MergeInterval: -1})
 	if err != nil {
 		return openErr(err, dir)
@@ -638,6 +640,11 @@ func runLoad(ctx context.Context, m *maint, stdin io.Reader, dir, input string, 
 	pb.done()
 	cerr := db.Close()
 	if err != nil {
+		if created && st.Pairs == 0 && cerr == nil {
+			// Nothing was loaded into the database this load created: do
+			// not leave an empty one behind for a bad input.
+			os.RemoveAll(dir)
+		}
 		return wrapf(err, dir, "load into %s (stopped after %s)", dir, plural(st.Pairs, "pair", "pairs"))
 	}
 	if cerr != nil {

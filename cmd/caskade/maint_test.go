@@ -512,6 +512,21 @@ func TestMaintenanceArgumentErrors(t *testing.T) {
 	if names, _ := os.ReadDir(dirAsFile); len(names) != 0 {
 		t.Errorf("refused commands left files in %s: %v", dirAsFile, names)
 	}
+	// A load that created its database and loaded nothing removes it; one
+	// into a database that was there leaves it.
+	newDB := filepath.Join(t.TempDir(), "db")
+	if r := run(t, nil, nil, "load", newDB, "-i", empty); r.err == nil {
+		t.Fatal("load of an empty input succeeded")
+	}
+	if _, err := os.Stat(newDB); !os.IsNotExist(err) {
+		t.Errorf("a failed load left the database it created: %v", err)
+	}
+	if r := run(t, nil, nil, "load", db, "-i", empty); r.err == nil {
+		t.Fatal("load of an empty input succeeded")
+	}
+	if names, err := os.ReadDir(db); err != nil || len(names) == 0 {
+		t.Errorf("a failed load into an existing database removed it: %v", err)
+	}
 }
 
 func TestBackupRestore(t *testing.T) {
