@@ -34,9 +34,10 @@
 // concurrent write from any protocol (a Redis SET, a memcached set) fails
 // the condition. GET honours If-None-Match (304) and If-Match (412). A
 // header whose tags are not versions (If-Match: abc) is refused with 400
-// invalid_argument, as is a query string that does not parse (a bad
-// %-escape), a ttl outside 1 to 3153600000 seconds and an expires_at
-// after the year 9999. A key path with a bad %-escape never reaches the
+// invalid_argument, as is the query string of a PUT or a listing that
+// does not parse (a bad %-escape; GET, HEAD and DELETE ignore the
+// query), a ttl outside 1 to 3153600000 seconds and an expires_at not
+// after the Unix epoch or after the year 9999. A key path with a bad %-escape never reaches the
 // handler: net/http answers it with a plain-text 400. A PUT
 // response carries the new version when it can be confirmed by reading the
 // key back (the engine does not report a batch's commit version); if the
@@ -77,12 +78,13 @@
 // and replies {"succeeded":true,"version":8,"responses":[{"put":{}},
 // {"get":{...}},{"delete":{"deleted":3}},{"range":{"items":[...],
 // "more":false}}]}. Results are ==, !=, <, >, <=, >= (or etcd's EQUAL,
-// NOT_EQUAL, LESS, GREATER). Keys, values and range ends take *_b64
-// variants for binary data. The compares and the chosen branch run in one
+// NOT_EQUAL, LESS, GREATER). For binary data, give a key, value or range
+// end in base64 and set "key_b64", "value_b64" or "range_end_b64" to true
+// beside it. The compares and the chosen branch run in one
 // serializable caskade.Tx (retried on conflicts for up to 10 s, then 409
 // conflict): every key and range read, including those compared, is a read
 // conflict, so the transaction commits only if none of them changed. At
-// most 128 compares and 128 operations per branch.
+// most 128 compares and 128 operations per branch (400 too_many_operations).
 //
 // # Errors, limits and security
 //
