@@ -13,7 +13,7 @@
 // on a directory that no server holds: they refuse one a running caskade
 // has open (a running server takes backups itself, with SAVE and BGSAVE).
 // They take every path from their arguments, print a summary on standard
-// output, show a progress bar on standard error when it is a terminal
+// output (a dump to standard output logs it with --verbose instead), show a progress bar on standard error when it is a terminal
 // (nothing otherwise), log warnings to standard error (info too with
 // --verbose), and on failure print a one-line reason and exit with status 1;
 // check also exits with status 1 when it finds damage.

@@ -18,7 +18,8 @@
 // Where memcached releases differ, caskade follows the current one
 // (1.6.4x: doc/protocol.txt and its parser): for example a storage command
 // with a bad flags or exptime token skips its data block, and lines shorter
-// than four bytes get "CLIENT_ERROR bad command line format". Numbers are
+// than four bytes with their line end ("ab\n") get "CLIENT_ERROR bad
+// command line format". Numbers are
 // read as memcached 1.6.4x reads them: digits only (and a leading '-'
 // where the number is signed), except a storage command's flags and
 // exptime, which memcached reads with strtoul/strtol and so also take a
@@ -44,9 +45,10 @@
 // and "SERVER_ERROR <reason>". As in memcached, a storage command whose
 // line is bad but whose <bytes> could be read skips its data block; a data
 // block not followed by "\r\n" gets "CLIENT_ERROR bad data chunk" and the
-// stream continues after <bytes>+2 bytes; a command line longer than 2048
-// bytes (1 MiB for get and gets) gets "CLIENT_ERROR line too long" and the
-// connection is closed. An HTTP request line closes the connection.
+// stream continues after <bytes>+2 bytes; input with no newline in its
+// first 2048 bytes (1 MiB for get, gets, gat and gats) gets "CLIENT_ERROR
+// line too long" and the connection is closed; as in memcached, a longer
+// line that arrives with its newline in one read (up to 16 KiB) is served. An HTTP request line closes the connection.
 //
 // # Consistency
 //
