@@ -155,6 +155,12 @@ func (c *client) pauseHolds(cmd *command) bool {
 		}
 		return held
 	}
+	var tick *time.Ticker
+	defer func() {
+		if tick != nil {
+			tick.Stop()
+		}
+	}()
 	for {
 		held, ended := p.holds(write, nil)
 		if !held {
@@ -165,10 +171,28 @@ func (c *client) pauseHolds(cmd *command) bool {
 			c.closeNow = true
 			return true
 		}
-		select {
-		case <-ended:
-		case <-c.stopc:
-		case <-c.s.done:
+		if tick == nil {
+			tick = time.NewTicker(peerCheckEvery)
+		}
+	wait:
+		for {
+			select {
+			case <-ended:
+				break wait
+			case <-c.stopc:
+				break wait
+			case <-c.s.done:
+				break wait
+			case <-tick.C:
+				// Nothing reads the connection meanwhile, so look for
+				// the peer hanging up: as in Redis (and the event
+				// loops), the client then ends without running its
+				// held command, and frees its place under MaxClients.
+				if peerGone(c.nc) {
+					c.closeNow = true
+					return true
+				}
+			}
 		}
 		// Close (CLIENT KILL, Shutdown) wins over the end of the pause,
 		// which beginClose brings about too.
@@ -184,6 +208,10 @@ func (c *client) pauseHolds(cmd *command) bool {
 		}
 	}
 }
+
+// peerCheckEvery is how often a client that a pause holds on its own
+// goroutine looks for its peer hanging up.
+const peerCheckEvery = 200 * time.Millisecond
 
 // maxPause bounds a pause (Redis takes any timeout up to LLONG_MAX ms).
 const maxPause = time.Duration(math.MaxInt64)

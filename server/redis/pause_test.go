@@ -274,3 +274,23 @@ func TestClientPauseLoopedPeerGone(t *testing.T) {
 	admin.do(cmd("SET", "after", "1"), "+OK\r\n")
 	admin.do(cmd("EXISTS", "k0", "k1", "k2"), ":0\r\n")
 }
+
+// TestClientPauseGoroutinePeerGone is TestClientPauseLoopedPeerGone for
+// clients served on their own goroutines (EventLoops -1), which look for
+// the hang-up while they wait: the clients end, and their held writes
+// never run.
+func TestClientPauseGoroutinePeerGone(t *testing.T) {
+	ts := startServer(t, func(s *Server) { s.EventLoops = -1 })
+	admin := ts.dial()
+	admin.do(cmd("CLIENT", "PAUSE", "600000", "WRITE"), "+OK\r\n")
+	for i := 0; i < 3; i++ {
+		w := ts.dial()
+		w.send(cmd("GET", "x") + cmd("SET", "k"+strconv.Itoa(i), "v") + cmd("GET", "x"))
+		w.expect("$-1\r\n") // the SET is held by now
+		w.nc.Close()
+	}
+	waitFor(t, "the held clients to end", func() bool { return ts.srv.nclients.Load() == 1 })
+	admin.do(cmd("CLIENT", "UNPAUSE"), "+OK\r\n")
+	admin.do(cmd("SET", "after", "1"), "+OK\r\n")
+	admin.do(cmd("EXISTS", "k0", "k1", "k2"), ":0\r\n")
+}
