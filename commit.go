@@ -900,7 +900,8 @@ func (db *DB) Sync() error {
 // deleted, expiry changed, or dropped by expiry), after the change is
 // visible and before the writer is acknowledged. An expired key is dropped
 // by active expiry (Options.ExpiryPeriod) or, while anyone subscribes, soon
-// after a read (Get, Lookup, Stat, Has, or a Snapshot's) finds it expired,
+// after a read (Get, Lookup, Stat, Has, a Snapshot's, or an iterator or
+// range read that skips it) finds it expired,
 // as Redis deletes an expired key on access: fn then hears of it from a
 // background goroutine, shortly after that read returned. fn runs on the committing
 // goroutine, so it must be quick and must not write to the database; the

@@ -662,6 +662,30 @@ func TestSubscribeExpiredOnRead(t *testing.T) {
 		t.Fatalf("Has of an expired key: %v, %v", ok, err)
 	}
 	expect("n")
+	// A range read (an iterator) that skips expired keys has them
+	// dropped too, as Redis's SCAN does.
+	for _, k := range []string{"r1", "r2"} {
+		if err := db.SetWithTTL([]byte(k), []byte("x"), time.Second); err != nil {
+			t.Fatal(err)
+		}
+		expect(k)
+	}
+	clk.Advance(2 * time.Second)
+	if kvs, err := db.Range([]byte("r"), []byte("s"), nil); err != nil || len(kvs) != 0 {
+		t.Fatalf("range over expired keys: %q, %v", kvs, err)
+	}
+	seen := map[string]bool{}
+	for range 2 {
+		select {
+		case k := <-got:
+			seen[k] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("notified of %v, want r1 and r2", seen)
+		}
+	}
+	if !seen["r1"] || !seen["r2"] {
+		t.Fatalf("notified of %v, want r1 and r2", seen)
+	}
 	if st := db.Stats(); st.Keys != 0 {
 		t.Fatalf("%d keys left", st.Keys)
 	}

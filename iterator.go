@@ -92,6 +92,9 @@ func (i *Iterator) settle(ok, forward bool) bool {
 			}
 			return true
 		}
+		// Skipped: dropped soon if anyone subscribes (see DB.Subscribe),
+		// as a point read that finds a key expired has it dropped.
+		i.v.db.expiredOnRead(k, e.Version)
 		if forward {
 			ok = i.it.Next()
 		} else {

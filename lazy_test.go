@@ -23,22 +23,38 @@ func TestLazyDropNoSelfConflict(t *testing.T) {
 			heard <- string(k)
 		}
 	})
-	if err := db.SetEntry([]byte("k"), []byte("v"), SetOptions{ExpiresAt: time.UnixMilli(clock.Load() + 10)}); err != nil {
-		t.Fatal(err)
+	reads := map[string]func(tx *Tx) error{
+		"get": func(tx *Tx) error {
+			if _, err := tx.Get([]byte("k")); err != ErrNotFound {
+				return fmt.Errorf("get: %v", err)
+			}
+			return nil
+		},
+		"range": func(tx *Tx) error {
+			if kvs, err := tx.Range([]byte("k"), []byte("l"), nil); err != nil || len(kvs) != 0 {
+				return fmt.Errorf("range: %q, %v", kvs, err)
+			}
+			return nil
+		},
 	}
-	clock.Add(20)
-	tx := mustBegin(t, db)
-	if _, err := tx.Get([]byte("k")); err != ErrNotFound {
-		t.Fatal(err)
-	}
-	select {
-	case <-heard:
-	case <-time.After(2 * time.Second):
-		t.Fatal("no lazy drop")
-	}
-	tx.Set([]byte("other"), []byte("x"))
-	if err := tx.Commit(); err != nil {
-		t.Errorf("commit after its own read's lazy drop: %v", err)
+	for name, read := range reads {
+		if err := db.SetEntry([]byte("k"), []byte("v"), SetOptions{ExpiresAt: time.UnixMilli(clock.Load() + 10)}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Add(20)
+		tx := mustBegin(t, db)
+		if err := read(tx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-heard:
+		case <-time.After(2 * time.Second):
+			t.Fatalf("%s: no lazy drop", name)
+		}
+		tx.Set([]byte("other"), []byte("x"))
+		if err := tx.Commit(); err != nil {
+			t.Errorf("%s: commit after its own read's lazy drop: %v", name, err)
+		}
 	}
 }
 
