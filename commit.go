@@ -253,9 +253,14 @@ func (db *DB) WriteBatches(bs []*Batch) []error {
 	errs := make([]error, len(bs))
 	opss := make([][]op, 0, len(bs))
 	idx := make([]int, 0, len(bs))
+	total := 0
+	for _, b := range bs {
+		total += len(b.ops)
+	}
+	slab := make([]op, 0, total)
 	for i, b := range bs {
 		b.version = 0
-		ops, err := db.batchOps(b)
+		ops, err := db.batchOps(b, &slab)
 		if err == nil {
 			err = db.checkOps(ops)
 		}

@@ -296,7 +296,7 @@ func (db *DB) Write(b *Batch) error { return db.write(b, false) }
 // write is Write; turn says the batch is a Turn holder's (Turn.Write).
 func (db *DB) write(b *Batch, turn bool) error {
 	b.version = 0
-	ops, err := db.batchOps(b)
+	ops, err := db.batchOps(b, nil)
 	if err != nil || len(ops) == 0 {
 		return err
 	}
@@ -322,16 +322,25 @@ func (b *Batch) keepResults(ops []op) {
 	}
 }
 
-// batchOps copies a batch's operations, making TTLs absolute.
-func (db *DB) batchOps(b *Batch) ([]op, error) {
+// batchOps copies a batch's operations, making TTLs absolute. The copy is
+// carved from *slab if it has room (WriteBatches: one allocation for all
+// its batches), else a new slice.
+func (db *DB) batchOps(b *Batch, slab *[]op) ([]op, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
 	if len(b.ops) == 0 {
 		return nil, nil
 	}
-	ops := make([]op, len(b.ops))
-	copy(ops, b.ops)
+	var ops []op
+	if slab != nil && cap(*slab)-len(*slab) >= len(b.ops) {
+		n := len(*slab)
+		*slab = append(*slab, b.ops...)
+		ops = (*slab)[n:len(*slab):len(*slab)]
+	} else {
+		ops = make([]op, len(b.ops))
+		copy(ops, b.ops)
+	}
 	now := int64(-1) // read once, and only for a batch with expiries
 	for i := range ops {
 		if ops[i].ttl != 0 {
