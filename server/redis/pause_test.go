@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -242,55 +243,45 @@ func TestClientPauseLoopedInputWhileHeld(t *testing.T) {
 	w.expect("+OK\r\n" + strings.Repeat("$1\r\n1\r\n", 50))
 }
 
-// TestClientPauseLoopedPeerGone: a looped client whose command a pause
-// holds and whose peer closes the connection ends then, as in Redis, and
-// its held write never runs: it used to stay, with its place under
-// MaxClients, and run the write when the pause ended.
-func TestClientPauseLoopedPeerGone(t *testing.T) {
-	ts := startServer(t, func(s *Server) { s.EventLoops = 1 })
-	admin := ts.dial()
-	admin.do(cmd("CLIENT", "PAUSE", "600000", "WRITE"), "+OK\r\n")
-	for i := 0; i < 3; i++ {
-		w := ts.dial()
-		w.send(cmd("GET", "x") + cmd("SET", "k"+strconv.Itoa(i), "v") + cmd("GET", "x"))
-		w.expect("$-1\r\n") // the SET is held by now
-		w.nc.Close()
+// TestClientPausePeerGone: a client whose command a pause holds and whose
+// peer closes the connection ends then, as in Redis, and its held write
+// never runs: it used to stay, with its place under MaxClients, and run
+// the write when the pause ended. An event loop sees the hang-up at once;
+// a client on its own goroutine (EventLoops -1) looks for it while it
+// waits.
+func TestClientPausePeerGone(t *testing.T) {
+	for _, loops := range []int{1, -1} {
+		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) {
+			ts := startServer(t, func(s *Server) { s.EventLoops = loops })
+			admin := ts.dial()
+			admin.do(cmd("CLIENT", "PAUSE", "600000", "WRITE"), "+OK\r\n")
+			for i := 0; i < 3; i++ {
+				w := ts.dial()
+				w.send(cmd("GET", "x") + cmd("SET", "k"+strconv.Itoa(i), "v") + cmd("GET", "x"))
+				w.expect("$-1\r\n") // the SET is held by now
+				w.nc.Close()
+			}
+			if loops < 0 {
+				waitFor(t, "the held clients to end", func() bool { return ts.srv.nclients.Load() == 1 })
+			} else {
+				// One loop serves them all: its reply to admin comes
+				// after the loop saw every hang-up.
+				admin.send(cmd("CLIENT", "LIST"))
+				n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(admin.readLine(), "$"), "\r\n"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				list := make([]byte, n+2)
+				if _, err := io.ReadFull(admin.br, list); err != nil {
+					t.Fatal(err)
+				}
+				if strings.Count(string(list), "id=") != 1 {
+					t.Fatalf("clients after the held ones hung up:\n%s", list)
+				}
+			}
+			admin.do(cmd("CLIENT", "UNPAUSE"), "+OK\r\n")
+			admin.do(cmd("SET", "after", "1"), "+OK\r\n")
+			admin.do(cmd("EXISTS", "k0", "k1", "k2"), ":0\r\n")
+		})
 	}
-	// One loop serves them all: its reply to admin comes after the loop
-	// saw every hang-up.
-	admin.send(cmd("CLIENT", "LIST"))
-	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(admin.readLine(), "$"), "\r\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	list := make([]byte, n+2)
-	if _, err := io.ReadFull(admin.br, list); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Count(string(list), "id=") != 1 {
-		t.Fatalf("clients after the held ones hung up:\n%s", list)
-	}
-	admin.do(cmd("CLIENT", "UNPAUSE"), "+OK\r\n")
-	admin.do(cmd("SET", "after", "1"), "+OK\r\n")
-	admin.do(cmd("EXISTS", "k0", "k1", "k2"), ":0\r\n")
-}
-
-// TestClientPauseGoroutinePeerGone is TestClientPauseLoopedPeerGone for
-// clients served on their own goroutines (EventLoops -1), which look for
-// the hang-up while they wait: the clients end, and their held writes
-// never run.
-func TestClientPauseGoroutinePeerGone(t *testing.T) {
-	ts := startServer(t, func(s *Server) { s.EventLoops = -1 })
-	admin := ts.dial()
-	admin.do(cmd("CLIENT", "PAUSE", "600000", "WRITE"), "+OK\r\n")
-	for i := 0; i < 3; i++ {
-		w := ts.dial()
-		w.send(cmd("GET", "x") + cmd("SET", "k"+strconv.Itoa(i), "v") + cmd("GET", "x"))
-		w.expect("$-1\r\n") // the SET is held by now
-		w.nc.Close()
-	}
-	waitFor(t, "the held clients to end", func() bool { return ts.srv.nclients.Load() == 1 })
-	admin.do(cmd("CLIENT", "UNPAUSE"), "+OK\r\n")
-	admin.do(cmd("SET", "after", "1"), "+OK\r\n")
-	admin.do(cmd("EXISTS", "k0", "k1", "k2"), ":0\r\n")
 }
