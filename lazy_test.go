@@ -68,51 +68,49 @@ func TestLazyExpiryNeverDropsNewerValue(t *testing.T) {
 		Now: func() time.Time { return time.UnixMilli(clock.Load()) }})
 	var drops atomic.Int64
 	db.SubscribeExpiry(func(changed, expired [][]byte) { drops.Add(int64(len(expired))) })
+	// Until the writers are done, a clock moves and readers read.
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	keys := []string{"a", "b", "c", "d"}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			clock.Add(1)
-			runtime.Gosched()
-		}
-	}()
-	for i := 0; i < 2; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	var busy sync.WaitGroup
+	untilStop := func(step func()) {
+		busy.Go(func() {
 			for {
 				select {
 				case <-stop:
 					return
 				default:
 				}
-				for _, k := range keys {
-					db.Get([]byte(k))
-					db.Stat([]byte(k))
-					s := db.Snapshot()
-					s.Get([]byte(k))
-					s.Close()
-				}
+				step()
 			}
-		}()
+		})
+	}
+	keys := []string{"a", "b", "c", "d"}
+	untilStop(func() {
+		clock.Add(1)
+		runtime.Gosched()
+	})
+	for range 2 {
+		untilStop(func() {
+			for _, k := range keys {
+				db.Get([]byte(k))
+				db.Stat([]byte(k))
+				s := db.Snapshot()
+				s.Get([]byte(k))
+				s.Close()
+			}
+		})
 	}
 	errs := make(chan error, len(keys))
+	var writers sync.WaitGroup
+	start := time.Now() // a time budget, so that -race runs stay short
 	for _, k := range keys {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 3000; i++ {
+		writers.Go(func() {
+			for i := 0; i < 3000 && time.Since(start) < 1500*time.Millisecond; i++ {
 				v := []byte(fmt.Sprint(i))
 				if i%3 != 0 {
-					db.SetEntry([]byte(k), v, SetOptions{ExpiresAt: time.UnixMilli(clock.Load() + 1)})
+					if err := db.SetEntry([]byte(k), v, SetOptions{ExpiresAt: time.UnixMilli(clock.Load() + 1)}); err != nil {
+						errs <- err
+						return
+					}
 					continue
 				}
 				if err := db.Set([]byte(k), v); err != nil {
@@ -127,23 +125,16 @@ func TestLazyExpiryNeverDropsNewerValue(t *testing.T) {
 					}
 				}
 			}
-		}()
+		})
 	}
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case err := <-errs:
-		close(stop)
-		<-done
-		t.Fatal(err)
-	case <-time.After(1500 * time.Millisecond):
-		close(stop)
-		<-done
-		t.Logf("%d lazy drops", drops.Load())
+	writers.Wait()
+	close(stop)
+	busy.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
+	t.Logf("%d lazy drops", drops.Load())
 }
 
 // A read of an old snapshot that finds an older value of a key expired
