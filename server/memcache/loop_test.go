@@ -65,12 +65,7 @@ func TestLoopLargeValues(t *testing.T) {
 func TestLoopSlowReader(t *testing.T) {
 	wiretest.SkipWithoutLoops(t)
 	ts := startServer(t, func(s *Server) { s.EventLoops = 1 })
-	v := strings.Repeat("v", 512<<10)
-	other := ts.dial(t)
-	other.send(fmt.Sprintf("set big 0 0 %d\r\n%s\r\n", len(v), v))
-	if l := other.line(); l != "STORED\r\n" {
-		t.Fatal(l)
-	}
+	other, v := storeBig(t, ts, 512<<10)
 	slow := ts.dial(t)
 	const n = 64 // 32 MiB of replies
 	slow.send(strings.Repeat("get big\r\nmn\r\n", n))
@@ -93,12 +88,7 @@ func TestLoopSlowReader(t *testing.T) {
 func TestLoopBackloggedConnEnds(t *testing.T) {
 	wiretest.SkipWithoutLoops(t)
 	ts := startServer(t, func(s *Server) { s.EventLoops = 1 })
-	v := strings.Repeat("v", 256<<10)
-	other := ts.dial(t)
-	other.send(fmt.Sprintf("set big 0 0 %d\r\n%s\r\n", len(v), v))
-	if l := other.line(); l != "STORED\r\n" {
-		t.Fatal(l)
-	}
+	storeBig(t, ts, 256<<10) // what slow asks for
 	// slow asks for far more than the socket buffers hold and reads none
 	// of it; it returns once the server has queued some of the replies.
 	slow := func() (*rawClient, *conn) {
@@ -310,4 +300,17 @@ func memcacheScript(r *rand.Rand, g int, big bool) (script []byte, want string) 
 		}
 	}
 	return []byte(s.String()), w.String()
+}
+
+// storeBig stores a value of size bytes under the key big through a new
+// connection, and returns the connection and the value.
+func storeBig(t *testing.T, ts *testServer, size int) (*rawClient, string) {
+	t.Helper()
+	v := strings.Repeat("v", size)
+	c := ts.dial(t)
+	c.send(fmt.Sprintf("set big 0 0 %d\r\n%s\r\n", len(v), v))
+	if l := c.line(); l != "STORED\r\n" {
+		t.Fatal(l)
+	}
+	return c, v
 }
