@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/caskade/caskade/internal/sockpeek"
 )
 
 // CLIENT PAUSE, as in Redis: for a while, the commands of every client
@@ -188,7 +190,7 @@ func (c *client) pauseHolds(cmd *command) bool {
 				// the peer hanging up: as in Redis (and the event
 				// loops), the client then ends without running its
 				// held command, and frees its place under MaxClients.
-				if peerGone(c.nc) {
+				if sockpeek.New(c.nc).Peek() == sockpeek.Closed {
 					c.closeNow = true
 					return true
 				}
