@@ -686,28 +686,34 @@ func (r *TxReader) RangeIterator(begin, end KeySelector, opts *RangeOptions) *Tx
 	// transaction writes between the end key and that one would be read.
 	// Resolving any other selector reads keys too: where it lands depends
 	// on the keys between the selector's key and its result.
-	if begin.Offset == 1 {
-		it.lo = selectorBound(begin)
-	} else {
-		if it.lo, it.err = r.tx.resolve(begin); it.err != nil {
-			return it
-		}
-		r.selectorConflict(begin, it.lo)
-		if it.lo == nil {
-			// The begin selector lands past the last key: nothing to read.
-			it.finished = true
-			return it
-		}
+	if it.lo, it.err = r.rangeBound(begin); it.err != nil {
+		return it
 	}
-	if end.Offset == 1 {
-		it.hi = selectorBound(end)
-	} else {
-		if it.hi, it.err = r.tx.resolve(end); it.err != nil {
-			return it
-		}
-		r.selectorConflict(end, it.hi)
+	if it.lo == nil {
+		// The begin selector lands past the last key: nothing to read.
+		it.finished = true
+		return it
+	}
+	if it.hi, it.err = r.rangeBound(end); it.err != nil {
+		return it
 	}
 	return r.start(it)
+}
+
+// rangeBound returns the key a range read's selector bounds it at: the
+// selector's own key for offset 1 (see RangeIterator), else the key it
+// resolves to (nil: past the last key), with the read conflict of that
+// resolution.
+func (r *TxReader) rangeBound(sel KeySelector) ([]byte, error) {
+	if sel.Offset == 1 {
+		return selectorBound(sel), nil
+	}
+	k, err := r.tx.resolve(sel)
+	if err != nil {
+		return nil, err
+	}
+	r.selectorConflict(sel, k)
+	return k, nil
 }
 
 // selectorBound returns the first key a selector of offset 1 may select:
