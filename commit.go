@@ -821,6 +821,7 @@ func (db *DB) applyGroup(applies []apply, wranges []histRange, ver uint64) {
 		if a.rel >= 0 && a.del {
 			// The tombstone itself is dead weight until merge drops it.
 			db.fstats[a.fid].dead += a.size
+			db.fstats[a.fid].tomb += a.size
 			db.fstats[a.fid].maxVer = max(db.fstats[a.fid].maxVer, a.version)
 		}
 		var old keydir.Entry

@@ -110,6 +110,7 @@ type DB struct {
 
 type fileStat struct {
 	live, dead int64 // record bytes
+	tomb       int64 // bytes of the tombstones among the dead (see carryTombstones)
 	liveKeys   int
 	maxVer     uint64 // newest version in the file
 }
@@ -464,6 +465,20 @@ func (h hintHeap) down(i int) {
 	}
 }
 
+// advance moves the first cursor on, dropping it once it has no more.
+func (h *hintHeap) advance() {
+	s := *h
+	s[0].Next()
+	if !s[0].Valid() {
+		s[0] = s[len(s)-1]
+		s = s[:len(s)-1]
+	}
+	if len(s) > 0 {
+		s.down(0)
+	}
+	*h = s
+}
+
 // mergeRecovered merges the files' sorted hints into the key directory.
 func (db *DB) mergeRecovered(results []fileResult) error {
 	files := map[uint32]*segment.File{}
@@ -550,6 +565,7 @@ func (db *DB) mergeRecovered(results []fileResult) error {
 			st.live += ls.live
 			st.dead -= ls.live
 			st.liveKeys += ls.liveKeys
+			st.tomb += ls.tomb
 		}
 		for _, k := range o.expiring {
 			db.expiring[string(k)] = struct{}{}
@@ -565,6 +581,15 @@ func (db *DB) mergeRecovered(results []fileResult) error {
 type mergePart struct {
 	stats    map[uint32]*fileStat
 	expiring [][]byte
+}
+
+func (p *mergePart) stat(id uint32) *fileStat {
+	st := p.stats[id]
+	if st == nil {
+		st = &fileStat{}
+		p.stats[id] = st
+	}
+	return st
 }
 
 // mergePart merges the hint files' entries with keys in [lo, hi) (nil hi:
@@ -594,24 +619,16 @@ func (db *DB) mergePart(results []fileResult, loader *keydir.Loader, lo, hi []by
 		id := results[top.file].id
 		// Advance every cursor at this key; the first popped is the newest.
 		for len(h) > 0 && bytes.Equal(h[0].Hint().Key, best.Key) {
-			h[0].Next()
-			if !h[0].Valid() {
-				h[0] = h[len(h)-1]
-				h = h[:len(h)-1]
+			if hk := h[0].Hint(); hk.Kind == record.KindDelete {
+				out.stat(results[h[0].file].id).tomb += record.HeaderSize + int64(len(hk.Key))
 			}
-			if len(h) > 0 {
-				h.down(0)
-			}
+			h.advance()
 		}
 		if best.Kind == record.KindDelete || (best.Expiry != 0 && best.Expiry <= now) {
 			continue
 		}
 		loader.Add(best.Key, keydir.Entry{FileID: id, ValLen: best.ValLen, Offset: best.Offset, Version: best.Version, Expiry: best.Expiry})
-		st := out.stats[id]
-		if st == nil {
-			st = &fileStat{}
-			out.stats[id] = st
-		}
+		st := out.stat(id)
 		st.live += record.HeaderSize + int64(len(best.Key)) + int64(best.ValLen)
 		st.liveKeys++
 		if best.Expiry != 0 {

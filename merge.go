@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -22,6 +24,7 @@ type MergeStats struct {
 	InputBytes  int64         // size of the input files
 	OutputBytes int64         // size of the output files
 	Records     int           // live records rewritten
+	Tombstones  int           // tombstones carried over by a merge of some sealed files only
 	Duration    time.Duration // wall time
 }
 
@@ -46,12 +49,13 @@ type MergeProgress struct {
 // exactly the acknowledged data. Only one merge runs at a time; a second
 // call waits. ctx cancels the merge, leaving the database as it was.
 func (db *DB) Merge(ctx context.Context) (MergeStats, error) {
-	return db.merge(ctx, true)
+	return db.merge(ctx, true, nil)
 }
 
 // merge is Merge; with sealActive, an active file that holds dead records
-// is sealed first, so that it is merged too.
-func (db *DB) merge(ctx context.Context, sealActive bool) (MergeStats, error) {
+// is sealed first, so that it is merged too. A non-nil only limits the
+// inputs to those sealed files (see carryTombstones).
+func (db *DB) merge(ctx context.Context, sealActive bool, only []uint32) (MergeStats, error) {
 	if db.opts.ReadOnly {
 		return MergeStats{}, ErrReadOnly
 	}
@@ -73,7 +77,7 @@ func (db *DB) merge(ctx context.Context, sealActive bool) (MergeStats, error) {
 		}
 		ops[0].view.release() // the view of the sealed state: not needed
 	}
-	m := &merger{db: db, ctx: ctx, start: time.Now()}
+	m := &merger{db: db, ctx: ctx, start: time.Now(), only: only}
 	defer m.cleanup()
 	err := m.run()
 	m.stats.Duration = time.Since(m.start)
@@ -92,7 +96,8 @@ func (db *DB) merge(ctx context.Context, sealActive bool) (MergeStats, error) {
 		return m.stats, fmt.Errorf("caskade: merge: %w", err)
 	}
 	db.opts.Logger.Info("caskade: merged", "inputs", m.stats.InputFiles, "outputs", m.stats.OutputFiles,
-		"input_bytes", m.stats.InputBytes, "output_bytes", m.stats.OutputBytes, "duration", m.stats.Duration)
+		"input_bytes", m.stats.InputBytes, "output_bytes", m.stats.OutputBytes, "tombstones", m.stats.Tombstones,
+		"duration", m.stats.Duration)
 	return m.stats, nil
 }
 
@@ -103,11 +108,18 @@ type merger struct {
 	stats  MergeStats
 	view   *view
 	inputs map[uint32]*segment.File
+	only   []uint32 // the sealed files to merge; nil: all
+	// partial is set when some sealed files are not inputs; floor is then
+	// the lowest version any file left out (the active one included) may
+	// hold.
+	partial bool
+	floor   uint64
 
 	out     *segment.File // output being written
 	buf     []byte        // records not yet appended to out
 	dirty   int64         // bytes appended to out since it was last synced
 	hints   []record.Hint // of out
+	tomb    int64         // bytes of the tombstones in out
 	moves   []move        // of out, for the key directory
 	minVer  uint64        // of out
 	maxVer  uint64
@@ -146,15 +158,19 @@ func (m *merger) run() error {
 	active := db.active.Load()
 	m.inputs = map[uint32]*segment.File{}
 	m.maxVers = map[uint32]uint64{}
+	m.floor = math.MaxUint64
 	var total int64
 	for id, f := range m.view.files.files {
-		if active == nil || id != active.ID {
-			m.inputs[id] = f
-			m.stats.InputBytes += f.Size()
-			if st := db.fstats[id]; st != nil {
-				total += st.live
-				m.maxVers[id] = st.maxVer
-			}
+		if active != nil && id == active.ID || m.only != nil && !slices.Contains(m.only, id) {
+			m.partial = m.partial || active == nil || id != active.ID
+			m.floor = min(m.floor, m.view.tree.FileBase(id))
+			continue
+		}
+		m.inputs[id] = f
+		m.stats.InputBytes += f.Size()
+		if st := db.fstats[id]; st != nil {
+			total += st.live
+			m.maxVers[id] = st.maxVer
 		}
 	}
 	db.mergeProgress = MergeProgress{Running: true, Started: m.start, BytesTotal: total}
@@ -217,7 +233,93 @@ func (m *merger) run() error {
 	if err := m.finishOutput(); err != nil {
 		return err
 	}
+	if m.partial {
+		if err := m.carryTombstones(); err != nil {
+			return err
+		}
+	}
 	return m.retireInputs()
+}
+
+// carryTombstones writes, when only some sealed files are merged, a
+// tombstone for each key whose newest record in the inputs is dead for
+// want of a newer one: a tombstone, an expired record, or a record whose
+// key was deleted or dropped as expired since. Without it, recovery could
+// find an older record of the key in a file the merge left, and bring the
+// key back. A key needs none when every file left out holds only versions
+// at least as new as its record in the inputs. The tombstones keep their versions and go
+// to outputs of their own, in key order; only a merge of every sealed file
+// drops them (so the file statistics count them apart: fileStat.tomb).
+func (m *merger) carryTombstones() error {
+	var h hintHeap
+	for id, f := range m.inputs {
+		b, err := m.db.inputHints(id, f)
+		if err != nil {
+			return err
+		}
+		if c := segment.NewHintCursor(b); c.Valid() {
+			h = append(h, &recCursor{HintCursor: c})
+		}
+	}
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+	for n := 0; len(h) > 0; n++ {
+		if n%1024 == 0 {
+			if err := m.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		best := *h[0].Hint() // the key aliases a hint buffer that stays put
+		for len(h) > 0 && bytes.Equal(h[0].Hint().Key, best.Key) {
+			h.advance()
+		}
+		if best.Version <= m.floor {
+			continue
+		}
+		if e, ok := m.view.tree.Get(best.Key); ok && (e.Version != best.Version || !e.Expired(m.view.nowMs)) {
+			continue // a live record, newer or rewritten, decides the key
+		}
+		size := int64(record.HeaderSize + len(best.Key))
+		if err := m.output(size, best.Version); err != nil {
+			return err
+		}
+		off := m.out.Size() + int64(len(m.buf))
+		m.buf = record.AppendRecord(m.buf, record.KindDelete, true, best.Version, 0, 0, best.Key, nil)
+		m.hints = append(m.hints, record.Hint{Kind: record.KindDelete, Version: best.Version, Offset: off, Key: best.Key})
+		m.tomb += size
+		m.note(best.Version)
+		m.stats.Tombstones++
+		if len(m.buf) >= mergeFlush {
+			if err := m.flush(); err != nil {
+				return err
+			}
+		}
+		m.limiter.wait(size)
+	}
+	return m.finishOutput()
+}
+
+// inputHints returns the hint file contents of sealed file f: its hint
+// file if that is valid, else hints built by scanning it.
+func (db *DB) inputHints(id uint32, f *segment.File) ([]byte, error) {
+	if b, err := segment.ReadAll(db.fs, filepath.Join(db.dir, segment.HintName(id))); err == nil {
+		if _, err := segment.ReadHints(b, f.Size(), db.lim); err == nil {
+			return b, nil
+		}
+	}
+	data := f.Mapped()
+	if data == nil {
+		data = make([]byte, f.Size())
+		if _, err := f.ReadAt(data, 0); err != nil {
+			return nil, fmt.Errorf("read %s: %w", f.Path, err)
+		}
+	}
+	b, err := segment.BuildHintsFromData(data, f.Path, db.lim)
+	if err != nil {
+		return nil, corruption(err)
+	}
+	return b, nil
 }
 
 // keepNewestVersion writes a tombstone carrying the newest version of the
@@ -242,6 +344,7 @@ func (m *merger) keepNewestVersion() error {
 	}
 	off := m.out.Size() + int64(len(m.buf))
 	m.buf = record.AppendRecord(m.buf, record.KindDelete, true, newest, 0, 0, key, nil)
+	m.tomb += int64(record.HeaderSize + len(key))
 	// The hints stay in key order.
 	i, _ := slices.BinarySearchFunc(m.hints, key, func(h record.Hint, k []byte) int { return bytes.Compare(h.Key, k) })
 	m.hints = slices.Insert(m.hints, i, record.Hint{Kind: record.KindDelete, Version: newest, Offset: off, Key: key})
@@ -357,8 +460,8 @@ func (m *merger) finishOutput() error {
 		m.db.opts.Logger.Warn("caskade: merge could not write a hint file", "file", out.Path, "err", err)
 	}
 	out.MapFor(out.Size())
-	m.db.switchTo(out, m.minVer, m.maxVer, m.moves)
-	m.hints, m.moves = m.hints[:0], m.moves[:0]
+	m.db.switchTo(out, m.minVer, m.maxVer, m.tomb, m.moves)
+	m.hints, m.moves, m.tomb = m.hints[:0], m.moves[:0], 0
 	return nil
 }
 
@@ -416,14 +519,14 @@ func (m *merger) cleanup() {
 // switchTo adds a finished merge output to the database and points every
 // key it holds at it, unless the key changed since the merge read it. It
 // works in chunks so that readers and writers are never held up for long.
-func (db *DB) switchTo(out *segment.File, base, maxVer uint64, moves []move) {
+func (db *DB) switchTo(out *segment.File, base, maxVer uint64, tomb int64, moves []move) {
 	db.mu.Lock()
 	db.tree.SetFileBase(out.ID, base)
 	old := db.fset
 	db.fset = old.with(out.ID, out)
 	old.release()
 	out.Release() // the set holds it now
-	st := &fileStat{dead: out.Size() - record.FileHeaderSize, maxVer: maxVer}
+	st := &fileStat{dead: out.Size() - record.FileHeaderSize, tomb: tomb, maxVer: maxVer}
 	db.fstats[out.ID] = st
 	db.mu.Unlock()
 	// Each chunk holds the write lock; 512 tree updates take about half
@@ -553,25 +656,39 @@ func (db *DB) ReclaimableBytes() int64 {
 // NeedsMerge reports whether the sealed files are dead enough for the
 // automatic merge thresholds of Options.
 func (db *DB) NeedsMerge() bool {
+	due, _ := db.mergePlan()
+	return due
+}
+
+// mergePlan reports whether an automatic merge is due and, when it is due
+// only because some sealed files are dead enough on their own
+// (MergeFileDeadRatio), which files to merge: the rest would be rewritten
+// for nothing. Tombstones count for MergeDeadRatio but not for
+// MergeFileDeadRatio, since merging a file on its own may have to carry
+// them over (carryTombstones): a file of such tombstones would otherwise
+// be merged again and again.
+func (db *DB) mergePlan() (due bool, only []uint32) {
 	active := db.active.Load()
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	var live, dead int64
-	fileTrigger := false
 	for id, st := range db.fstats {
 		if active != nil && id == active.ID {
 			continue
 		}
 		live += st.live
 		dead += st.dead
-		if total := st.live + st.dead; total > 0 && float64(st.dead)/float64(total) >= db.opts.MergeFileDeadRatio {
-			fileTrigger = true
+		if total := st.live + st.dead; total > 0 && float64(st.dead-st.tomb)/float64(total) >= db.opts.MergeFileDeadRatio {
+			only = append(only, id)
 		}
 	}
-	if dead < db.opts.MergeMinDeadBytes {
-		return false
+	switch {
+	case dead < db.opts.MergeMinDeadBytes:
+		return false, nil
+	case float64(dead)/float64(live+dead) >= db.opts.MergeDeadRatio:
+		return true, nil
 	}
-	return fileTrigger || float64(dead)/float64(live+dead) >= db.opts.MergeDeadRatio
+	return len(only) > 0, only
 }
 
 // activeHasDead reports whether the active file holds records that are
@@ -596,8 +713,8 @@ func (db *DB) startMerging() {
 		cancel()
 	}()
 	db.every(db.opts.MergeInterval, func() bool {
-		if db.NeedsMerge() {
-			if _, err := db.merge(ctx, false); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed) {
+		if due, only := db.mergePlan(); due {
+			if _, err := db.merge(ctx, false, only); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed) {
 				db.opts.Logger.Error("caskade: automatic merge failed", "err", err)
 			}
 		}

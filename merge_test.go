@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -626,5 +627,143 @@ func TestExpiredKeysCounted(t *testing.T) {
 	}
 	if n := db.Stats().ExpiredKeys; n != 5 {
 		t.Fatalf("after a merge that dropped e: ExpiredKeys = %d, want 5", n)
+	}
+}
+
+// sealActive seals the active file, so that the next write starts another.
+func sealActive(t *testing.T, db *DB) {
+	t.Helper()
+	ops := []op{{kind: opSeal}}
+	if _, err := db.commit(ops); err != nil {
+		t.Fatal(err)
+	}
+	ops[0].view.release()
+}
+
+// sealedIDs returns the ids of the sealed data files.
+func sealedIDs(db *DB) []uint32 {
+	var ids []uint32
+	for _, f := range db.Stats().Files {
+		if !f.Active {
+			ids = append(ids, f.ID)
+		}
+	}
+	return ids
+}
+
+// A merge of some sealed files only (as the automatic merge does when a
+// few files are dead enough) carries over the tombstones that still hide
+// older records in the files it leaves: deleted and expired keys stay
+// gone, with and without hint files, and a file of such tombstones does
+// not make the database want to merge it again and again.
+func TestPartialMergeCarriesTombstones(t *testing.T) {
+	dir := t.TempDir()
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	opts := &Options{Sync: SyncNone, ExpiryPeriod: -1, MergeInterval: -1, Now: func() time.Time { return clock },
+		MergeMinDeadBytes: 1, MergeDeadRatio: 1, MergeFileDeadRatio: 0.9}
+	db := openTest(t, dir, opts)
+	set := func(k, v string) {
+		t.Helper()
+		if err := db.Set([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	del := func(k string) {
+		t.Helper()
+		if err := db.Delete([]byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []string{"a", "b", "c", "d", "e", "x"} {
+		set(k, "old-"+k)
+	}
+	sealActive(t, db)
+	older := sealedIDs(db)
+	set("a", "new-a")
+	del("b")
+	if err := db.SetEntry([]byte("c"), []byte("new-c"), SetOptions{ExpiresAt: clock.Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	set("d", "new-d")
+	del("d")
+	set("e2", "new-e2")
+	// Dead records and tombstones only: the file of the second round.
+	set("pad", strings.Repeat("p", 100))
+	del("pad")
+	sealActive(t, db)
+	var newer uint32
+	for _, id := range sealedIDs(db) {
+		if !slices.Contains(older, id) {
+			newer = id
+		}
+	}
+	clock = clock.Add(2 * time.Second) // c has expired
+	set("f", "new-f")
+	want := map[string]string{"a": "new-a", "e": "old-e", "x": "old-x", "e2": "new-e2", "f": "new-f"}
+	if got := contents(t, db); !maps.Equal(got, want) {
+		t.Fatalf("before the merge: %q, want %q", got, want)
+	}
+
+	ms, err := db.merge(context.Background(), false, []uint32{newer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b, c (expired) and d (set, then deleted) have older records in the
+	// first files. pad has none, but the first files are older than its
+	// tombstone, which is all the merge knows of them without reading them.
+	if ms.InputFiles != 1 || ms.Tombstones != 4 {
+		t.Fatalf("merge of file %d: %+v, want 1 input and 4 tombstones carried", newer, ms)
+	}
+	if ids := sealedIDs(db); slices.Contains(ids, newer) || !slices.Contains(ids, older[0]) {
+		t.Fatalf("after merging file %d alone the sealed files are %v (the older ones were %v)", newer, ids, older)
+	}
+	if got := contents(t, db); !maps.Equal(got, want) {
+		t.Fatalf("after the merge: %q, want %q", got, want)
+	}
+	if due, only := db.mergePlan(); due {
+		t.Fatalf("a merge is due again right after the partial merge (files %v): %+v", only, db.Stats().Files)
+	}
+	for _, dropHints := range []bool{false, true} {
+		db.Close()
+		if dropHints {
+			names, _ := filepath.Glob(filepath.Join(dir, "*.hint"))
+			for _, n := range names {
+				os.Remove(n)
+			}
+		}
+		db = openTest(t, dir, opts)
+		if got := contents(t, db); !maps.Equal(got, want) {
+			t.Fatalf("reopened (hint files dropped: %v): %q, want %q", dropHints, got, want)
+		}
+		if due, only := db.mergePlan(); due {
+			t.Fatalf("reopened (hint files dropped: %v): a merge is due (files %v): %+v", dropHints, only, db.Stats().Files)
+		}
+	}
+
+	// Merging the oldest files alone needs no tombstone: every record
+	// in them has a newer one, or a tombstone, in a file left out.
+	ms, err = db.merge(context.Background(), false, older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms.Tombstones != 0 {
+		t.Fatalf("merge of the oldest files: %+v, want no tombstone carried", ms)
+	}
+	db.Close()
+	db = openTest(t, dir, opts)
+	if got := contents(t, db); !maps.Equal(got, want) {
+		t.Fatalf("after merging the oldest files and reopening: %q, want %q", got, want)
+	}
+	// A full merge drops every tombstone.
+	if _, err := db.Merge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range db.Stats().Files {
+		if f.DeadBytes != 0 {
+			t.Fatalf("after a full merge file %d holds %d dead bytes", f.ID, f.DeadBytes)
+		}
+	}
+	if got := contents(t, db); !maps.Equal(got, want) {
+		t.Fatalf("after a full merge: %q, want %q", got, want)
 	}
 }

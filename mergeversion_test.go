@@ -105,7 +105,7 @@ func TestMergeVersionModel(t *testing.T) {
 		case n < 11:
 			clock.Add(int64(r.IntN(4)))
 			what = "tick"
-		case n < 14:
+		case n < 12:
 			if _, err := db.Merge(context.Background()); err != nil {
 				t.Fatalf("seed %d: merge: %v", seed, err)
 			}
@@ -113,6 +113,12 @@ func TestMergeVersionModel(t *testing.T) {
 				t.Fatalf("seed %d step %d: %d reclaimable bytes right after a merge", seed, step, n)
 			}
 			what = "merge"
+		case n < 14:
+			only := someSealed(db, r)
+			if _, err := db.merge(context.Background(), false, only); err != nil {
+				t.Fatalf("seed %d: merge of files %v: %v", seed, only, err)
+			}
+			what = fmt.Sprintf("merge of files %v", only)
 		case n < 16:
 			drop := r.IntN(2) == 0
 			reopen("reopen", drop)
@@ -125,7 +131,11 @@ func TestMergeVersionModel(t *testing.T) {
 				t.Fatal(err)
 			}
 			fs.SetCrashAfter(r.IntN(40))
-			db.Merge(context.Background())
+			var only []uint32
+			if r.IntN(2) == 0 {
+				only = someSealed(db, r)
+			}
+			db.merge(context.Background(), only == nil, only)
 			db.Close()
 			fs = fs.Crash(vfs.CrashOptions{Tear: r.IntN(2) == 0, Rand: rand.New(rand.NewPCG(seed, uint64(step)))})
 			if db, err = Open("/db", opts()); err != nil {
@@ -157,6 +167,17 @@ func TestMergeVersionModel(t *testing.T) {
 		verify(step, what)
 		acked = max(acked, db.Version())
 	}
+}
+
+// someSealed returns a random non-empty subset of the sealed files, or
+// nil if there are none.
+func someSealed(db *DB, r *rand.Rand) []uint32 {
+	ids := sealedIDs(db)
+	if len(ids) == 0 {
+		return nil
+	}
+	r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	return ids[:1+r.IntN(len(ids))]
 }
 
 // Right after a merge, ReclaimableBytes is 0 even when the merge dropped

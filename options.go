@@ -109,13 +109,18 @@ type Options struct {
 	// its own (default one minute); a negative value disables automatic
 	// merges (Merge still works).
 	MergeInterval time.Duration
-	// MergeDeadRatio triggers a merge when dead bytes make up at least this
-	// share of the sealed files (default 0.5), provided there are at least
-	// MergeMinDeadBytes of them (default 64 MiB).
+	// MergeDeadRatio triggers a merge of every sealed file when dead bytes
+	// make up at least this share of them (default 0.5), provided there
+	// are at least MergeMinDeadBytes of them (default 64 MiB).
 	MergeDeadRatio    float64
 	MergeMinDeadBytes int64
-	// MergeFileDeadRatio triggers a merge when any one sealed file is at
-	// least this dead (default 0.9), again given MergeMinDeadBytes in all.
+	// MergeFileDeadRatio triggers, short of MergeDeadRatio, a merge of just
+	// the sealed files that are at least this dead (default 0.9), again
+	// given MergeMinDeadBytes in all: a few files that overwrites or
+	// deletes emptied do not cost a rewrite of the whole database. Such a
+	// merge keeps the tombstones that may still hide older records in the
+	// files it leaves; they do not count towards this ratio, and the next
+	// merge of every file drops them.
 	MergeFileDeadRatio float64
 	// MergeBytesPerSec caps the rate at which merge reads and rewrites
 	// records, to keep foreground latency steady; 0 means no cap.
