@@ -1229,7 +1229,15 @@ func (tx *Tx) Commit() error {
 		return err
 	}
 	tx.committed = v
-	tx.watches = nil // the commit armed them
+	// The commit armed the watches; those whose key changed since the
+	// transaction read it, or that its own writes after the watch
+	// changed, fire now.
+	for _, w := range tx.watches {
+		if tx.wroteAfter(w) || (!w.own && tx.changedSinceRead(w.key)) {
+			tx.db.fireWatch(w, nil)
+		}
+	}
+	tx.watches = nil
 	return nil
 }
 
@@ -1319,17 +1327,64 @@ type Watch struct {
 	ch   chan struct{}
 	err  error
 	done bool
+	// own: the transaction had written key when it set the watch up, so
+	// the value the watch compares with is its own, not the one at the
+	// read version. opsAt: how many mutations it had made then.
+	own   bool
+	opsAt int
 }
 
 // Watch returns a watch on key that becomes active when the transaction
-// commits; it fires after the next commit that changes key. If the
-// transaction fails, the watch reports the error.
+// commits. As in FoundationDB, it compares with key's value as the
+// transaction saw it when it set the watch up (the read version's, or its
+// own write's): it fires at commit if key changed since (by another
+// transaction's commit, or by this one's own writes after the watch), and
+// otherwise after the next commit that changes key. If the transaction
+// fails, the watch reports the error.
 func (tx *Tx) Watch(key []byte) *Watch {
 	// Subscribe here, never in the commit leader, which arms watches.
 	tx.db.watchOnce.Do(func() { tx.db.Subscribe(tx.db.fireWatches) })
-	w := &Watch{db: tx.db, key: string(key), ch: make(chan struct{})}
+	_, own := tx.written(key)
+	w := &Watch{db: tx.db, key: string(key), ch: make(chan struct{}), own: own || tx.cleared(key), opsAt: len(tx.ops)}
 	tx.watches = append(tx.watches, w)
 	return w
+}
+
+// wroteAfter reports whether the committed transaction wrote w's key
+// after setting w up.
+func (tx *Tx) wroteAfter(w *Watch) bool {
+	key := []byte(w.key)
+	for _, o := range tx.ops[w.opsAt:] {
+		switch o.kind {
+		case opSet, opDelete, opAtomic, opSetVSValue:
+			if bytes.Equal(o.key, key) {
+				return true
+			}
+		case opDeleteRange:
+			if (keyRange{o.key, o.value}).contains(key) {
+				return true
+			}
+		case opSetVSKey:
+			if k, ok := fillVersionstamp(o.key, versionstamp(tx.committed)); ok && bytes.Equal(k, key) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// changedSinceRead reports whether key's entry now differs from the one
+// the transaction read at its read version.
+func (tx *Tx) changedSinceRead(k string) bool {
+	db, key := tx.db, []byte(k)
+	was, had := tx.v.lookup(key)
+	db.mu.RLock()
+	now, has := db.tree.Get(key)
+	db.mu.RUnlock()
+	if has && now.Expired(db.nowMs()) {
+		has = false
+	}
+	return had != has || (has && now.Version != was.Version)
 }
 
 // Wait blocks until the watch fires, the context ends or the watch fails.
@@ -1355,15 +1410,7 @@ func (tx *Tx) armWatches() {
 	db := tx.db
 	for _, w := range tx.watches {
 		db.addWatch(w)
-		key := []byte(w.key)
-		was, had := tx.v.lookup(key)
-		db.mu.RLock()
-		now, has := db.tree.Get(key)
-		db.mu.RUnlock()
-		if has && now.Expired(db.nowMs()) {
-			has = false
-		}
-		if had != has || (has && now.Version != was.Version) {
+		if tx.changedSinceRead(w.key) {
 			db.fireWatch(w, nil)
 		}
 	}

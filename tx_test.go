@@ -646,6 +646,71 @@ func TestWatchNoGap(t *testing.T) {
 	}
 }
 
+// A writing transaction's watch compares with the value as the transaction
+// saw it when it set the watch up, as FoundationDB's does: another
+// transaction's change between the read version and the commit fires it,
+// and so does the transaction's own write after the watch (but not one
+// before it, see TestWatchNoGap).
+func TestWatchOfWriterSeesChangesSinceRead(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	db.Set([]byte("k"), []byte("v1"))
+	fired := func(w *Watch) bool {
+		select {
+		case <-w.C():
+			return true
+		default:
+			return false
+		}
+	}
+
+	tx, _ := db.Begin()
+	w := tx.Watch([]byte("k"))
+	tx.Set([]byte("other"), []byte("x"))
+	db.Set([]byte("k"), []byte("v2")) // after the read version
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if !fired(w) {
+		t.Error("a change since the read version did not fire a writing transaction's watch")
+	}
+
+	tx, _ = db.Begin()
+	w = tx.Watch([]byte("k"))
+	tx.Set([]byte("k"), []byte("v3"))
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if !fired(w) {
+		t.Error("the transaction's own write after the watch did not fire it")
+	}
+
+	tx, _ = db.Begin()
+	w = tx.Watch([]byte("k"))
+	tx.ClearRange([]byte("a"), []byte("z"))
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if !fired(w) {
+		t.Error("the transaction's own clear after the watch did not fire it")
+	}
+
+	// Unchanged: neither the transaction nor another touched the key.
+	db.Set([]byte("k"), []byte("v4"))
+	tx, _ = db.Begin()
+	w = tx.Watch([]byte("k"))
+	tx.Set([]byte("other"), []byte("y"))
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if fired(w) {
+		t.Fatal("the watch of an unchanged key fired")
+	}
+	db.Set([]byte("k"), []byte("v5"))
+	if err := w.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The conflict history is kept only while a transaction may need it.
 func TestHistoryPruned(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
