@@ -1199,11 +1199,18 @@ func (tx *Tx) AddWriteConflictKey(key []byte) {
 // ErrConflict (retryable) if something it read changed since its read
 // version. A transaction that wrote nothing commits without a check. After
 // Commit the transaction cannot be used again, whatever the outcome.
-func (tx *Tx) Commit() error {
+func (tx *Tx) Commit() (err error) {
 	if tx.done {
 		return ErrTransactionDone
 	}
 	defer tx.end()
+	defer func() {
+		if err != nil {
+			// As in FoundationDB, a failed commit's watches report its
+			// error, whatever failed it.
+			tx.cancelWatches(err)
+		}
+	}()
 	if tx.err != nil {
 		return tx.err
 	}
@@ -1221,7 +1228,6 @@ func (tx *Tx) Commit() error {
 	req := &txnReq{readVersion: tx.v.version, readTime: tx.v.nowMs, reads: tx.reads, watches: tx.watches}
 	v, err := tx.db.commit(tx.ops, req)
 	if err != nil {
-		tx.cancelWatches(err)
 		var e *Error
 		if errors.Is(err, ErrWritesStopped) && !errors.As(err, &e) {
 			return fmt.Errorf("%w: %w", ErrCommitUnknownResult, err)
@@ -1340,12 +1346,20 @@ type Watch struct {
 // own write's): it fires at commit if key changed since (by another
 // transaction's commit, or by this one's own writes after the watch), and
 // otherwise after the next commit that changes key. If the transaction
-// fails, the watch reports the error.
+// fails (for any reason, including an invalid mutation or its lifetime), the
+// watch reports the error; a watch of a finished transaction reports
+// ErrTransactionDone.
 func (tx *Tx) Watch(key []byte) *Watch {
 	// Subscribe here, never in the commit leader, which arms watches.
 	tx.db.watchOnce.Do(func() { tx.db.Subscribe(tx.db.fireWatches) })
 	_, own := tx.written(key)
 	w := &Watch{db: tx.db, key: string(key), ch: make(chan struct{}), own: own || tx.cleared(key), opsAt: len(tx.ops)}
+	if tx.done {
+		// Nothing would ever arm or fail it.
+		w.done, w.err = true, ErrTransactionDone
+		close(w.ch)
+		return w
+	}
 	tx.watches = append(tx.watches, w)
 	return w
 }

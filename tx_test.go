@@ -711,6 +711,52 @@ func TestWatchOfWriterSeesChangesSinceRead(t *testing.T) {
 	}
 }
 
+// Whatever fails a commit, its watches report the error rather than wait
+// forever: an invalid mutation, the lifetime, a read-only database; and a
+// watch set up on a finished transaction fails at once.
+func TestWatchOfFailedCommitReportsError(t *testing.T) {
+	clk := newTestClock()
+	db := openTest(t, t.TempDir(), &Options{Now: clk.Now, MaxKeySize: 10, ExpiryPeriod: -1})
+	// Commit fails the watches before it returns: one still open never
+	// would be.
+	failed := func(w *Watch) error {
+		select {
+		case <-w.C():
+			return w.Wait(context.Background())
+		default:
+			return errors.New("still waiting")
+		}
+	}
+
+	tx, _ := db.Begin()
+	w := tx.Watch([]byte("k"))
+	tx.Set([]byte("a key longer than ten bytes"), []byte("v"))
+	if err := tx.Commit(); !errors.Is(err, ErrKeyTooLarge) {
+		t.Fatalf("commit: %v", err)
+	}
+	if err := failed(w); !errors.Is(err, ErrKeyTooLarge) {
+		t.Fatalf("watch of a commit that failed on a mutation: %v", err)
+	}
+
+	tx, _ = db.Begin()
+	w = tx.Watch([]byte("k"))
+	tx.Set([]byte("k"), []byte("v"))
+	clk.Advance(time.Hour)
+	if err := tx.Commit(); !errors.Is(err, ErrTransactionTooOld) {
+		t.Fatalf("commit: %v", err)
+	}
+	if err := failed(w); !errors.Is(err, ErrTransactionTooOld) {
+		t.Fatalf("watch of a commit too old: %v", err)
+	}
+
+	tx, _ = db.Begin()
+	tx.Commit()
+	w = tx.Watch([]byte("k"))
+	if err := failed(w); !errors.Is(err, ErrTransactionDone) {
+		t.Fatalf("watch of a finished transaction: %v", err)
+	}
+}
+
 // The conflict history is kept only while a transaction may need it.
 func TestHistoryPruned(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
