@@ -1174,8 +1174,14 @@ func (tx *Tx) SetVersionstampedValue(key, value []byte) {
 }
 
 // AddReadConflictRange makes the commit fail if anything in [begin, end)
-// changes after the read version, as if the transaction had read it.
+// changes after the read version, as if the transaction had read it. An
+// end before begin fails the commit with ErrInvalidRange, as
+// FoundationDB's inverted_range.
 func (tx *Tx) AddReadConflictRange(begin, end []byte) {
+	if end != nil && bytes.Compare(begin, end) > 0 {
+		tx.fail(ErrInvalidRange)
+		return
+	}
 	tx.reads = append(tx.reads, keyRange{bytes.Clone(begin), bytes.Clone(end)})
 }
 
@@ -1185,8 +1191,13 @@ func (tx *Tx) AddReadConflictKey(key []byte) {
 }
 
 // AddWriteConflictRange makes transactions that read [begin, end)
-// conflict with this one, as if it had written there.
+// conflict with this one, as if it had written there. An end before begin
+// fails the commit with ErrInvalidRange.
 func (tx *Tx) AddWriteConflictRange(begin, end []byte) {
+	if end != nil && bytes.Compare(begin, end) > 0 {
+		tx.fail(ErrInvalidRange)
+		return
+	}
 	tx.mutation(op{kind: opWriteConflict, key: begin, value: end})
 }
 

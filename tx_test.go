@@ -266,6 +266,8 @@ func TestTxLimitsAndLifetime(t *testing.T) {
 			}
 		}, ErrBatchTooLarge},
 		{func(tx *Tx) { tx.ClearRange([]byte("z"), []byte("a")) }, ErrInvalidRange},
+		{func(tx *Tx) { tx.Set([]byte("k"), nil); tx.AddReadConflictRange([]byte("z"), []byte("a")) }, ErrInvalidRange},
+		{func(tx *Tx) { tx.AddWriteConflictRange([]byte("z"), []byte("a")) }, ErrInvalidRange},
 	} {
 		tx, _ := db.Begin()
 		c.do(tx)
