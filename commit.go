@@ -81,6 +81,7 @@ type apply struct {
 	version uint64
 	expiry  int64
 	pos     keydir.Pos // where the group's lookup found the key, if it did: applied without a second search
+	carrier bool       // a tombstone that only carries its commit's version to disk (versionCarrier)
 }
 
 // commit runs ops as one atomic batch and returns its version (0 if the
@@ -379,7 +380,7 @@ func (db *DB) runGroup(group []*commitReq) {
 		}
 		v := ver + 1
 		last := -1
-		bufMark, appMark := len(buf), len(applies)
+		bufMark, appMark, wrMark := len(buf), len(applies), len(wranges)
 		var failed error // an operation that refused (AddInt): the request applies nothing
 		put := func(a apply, kind record.Kind, value []byte) {
 			last = len(buf)
@@ -388,7 +389,7 @@ func (db *DB) runGroup(group []*commitReq) {
 			a.size = int64(len(buf) - last)
 			a.version = v
 			applies = append(applies, a)
-			if overlay != nil {
+			if overlay != nil && !a.carrier {
 				overlay[string(a.key)] = len(applies) - 1
 			}
 		}
@@ -475,9 +476,6 @@ func (db *DB) runGroup(group []*commitReq) {
 				}
 			case opWriteConflict:
 				wranges = append(wranges, histRange{keyRange{o.key, o.value}, v})
-				if last < 0 {
-					ver, r.version = v, v // a version of its own, even without records
-				}
 			case opForget:
 				if overlay != nil {
 					if _, changed := overlay[string(o.key)]; changed {
@@ -489,11 +487,19 @@ func (db *DB) runGroup(group []*commitReq) {
 				}
 			}
 		}
+		if failed == nil && last < 0 && len(wranges) > wrMark {
+			// Write conflict ranges alone still make a commit with a
+			// version of its own (CommittedVersion, Versionstamp): a
+			// record must carry it to disk, or the next open would hand
+			// it out again.
+			put(apply{key: versionCarrier(db.tree, overlay), del: true, carrier: true}, record.KindDelete, nil)
+		}
 		if failed == nil && len(buf)-bufMark > maxCommitBytes {
 			failed = fmt.Errorf("%w: %d bytes of records in one commit, limit %d", ErrBatchTooLarge, len(buf)-bufMark, maxCommitBytes)
 		}
 		if failed != nil {
 			buf = buf[:bufMark]
+			wranges = wranges[:wrMark]
 			undoOverlay(overlay, applies, appMark)
 			clear(applies[appMark:])
 			applies = applies[:appMark]
@@ -824,6 +830,9 @@ func (db *DB) applyGroup(applies []apply, wranges []histRange, ver uint64) {
 			db.fstats[a.fid].tomb += a.size
 			db.fstats[a.fid].maxVer = max(db.fstats[a.fid].maxVer, a.version)
 		}
+		if a.carrier {
+			continue // its key is absent: nothing changes
+		}
 		var old keydir.Entry
 		var had bool
 		if a.del {
@@ -956,6 +965,22 @@ func (db *DB) SubscribeExpiry(fn func(changed, expired [][]byte)) (cancel func()
 // key still in the key directory).
 func (a *apply) dropsExpired() bool { return a.del && a.rel < 0 }
 
+// versionCarrier returns the key of the tombstone that carries the version
+// of a commit that writes no record of its own: the shortest run of zero
+// bytes that neither tree nor an earlier change of the group (overlay)
+// holds, so the tombstone deletes nothing.
+func versionCarrier(tree *keydir.Tree, overlay map[string]int) []byte {
+	key := []byte{}
+	for {
+		_, inTree := tree.Get(key)
+		_, inGroup := overlay[string(key)]
+		if !inTree && !inGroup {
+			return key
+		}
+		key = append(key, 0)
+	}
+}
+
 func (db *DB) notify(applies []apply) {
 	if !db.hasObservers.Load() || len(applies) == 0 {
 		return
@@ -965,7 +990,7 @@ func (db *DB) notify(applies []apply) {
 	keys := make([][]byte, len(applies))
 	n := 0
 	for i := range applies {
-		if a := &applies[i]; !a.dropsExpired() {
+		if a := &applies[i]; !a.dropsExpired() && !a.carrier {
 			keys[n] = a.key
 			n++
 		}
@@ -977,10 +1002,13 @@ func (db *DB) notify(applies []apply) {
 			m++
 		}
 	}
+	if m == 0 {
+		return // only version carriers
+	}
 	db.obsMu.Lock()
 	defer db.obsMu.Unlock()
 	for _, fn := range db.observers {
-		fn(keys[:n:n], keys[n:])
+		fn(keys[:n:n], keys[n:m])
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/caskade/caskade/tuple"
+	"github.com/caskade/caskade/vfs"
 )
 
 func le(n uint64, size int) []byte {
@@ -1006,5 +1007,72 @@ func TestTxRangeEmptyKey(t *testing.T) {
 				tx.Rollback()
 			}
 		}
+	}
+}
+
+// TestWriteConflictOnlyVersionSurvivesReopen checks that a transaction
+// that only adds write conflict ranges, and so commits at a version of its
+// own without writing a key, never sees its version handed out again:
+// not after a reopen, nor after a merge and a reopen. The record that
+// carries the version changes no key (not even the empty one, which is
+// live here) and tells no subscriber of a change.
+func TestWriteConflictOnlyVersionSurvivesReopen(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs, ExpiryPeriod: -1}
+	db := openTest(t, "/db", opts)
+	if err := db.Set([]byte(""), []byte("empty")); err != nil {
+		t.Fatal(err)
+	}
+	var told [][]byte
+	cancel := db.Subscribe(func(keys [][]byte) {
+		for _, k := range keys {
+			told = append(told, bytes.Clone(k))
+		}
+	})
+	seen := map[uint64]bool{}
+	for round := range 3 {
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx.AddWriteConflictKey([]byte("x"))
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		v := tx.CommittedVersion()
+		if v == 0 || seen[v] {
+			t.Fatalf("round %d: conflict-only commit at version %d, seen before: %v", round, v, seen[v])
+		}
+		seen[v] = true
+		if len(told) > 0 {
+			t.Fatalf("round %d: subscribers told of %q", round, told)
+		}
+		cancel()
+		if round == 1 {
+			if _, err := db.Merge(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db = openTest(t, "/db", opts)
+		cancel = db.Subscribe(func(keys [][]byte) { told = append(told, keys...) })
+		if got := db.Version(); got < v {
+			t.Fatalf("round %d: version %d after reopen, below the committed %d", round, got, v)
+		}
+		mustGet(t, db, "", "empty")
+		if err := db.Set([]byte("k"), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if nv := db.Version(); seen[nv] {
+			t.Fatalf("round %d: version %d handed out twice", round, nv)
+		}
+		seen[db.Version()] = true
+		told = nil
+	}
+	cancel()
+	if n := db.Stats().Keys; n != 2 {
+		t.Fatalf("%d keys, want 2", n)
 	}
 }

@@ -185,7 +185,7 @@ func (db *DB) recordHistory(applies []apply, wranges []histRange, ver uint64) {
 	if db.txns.count.Load() > 0 {
 		for _, a := range applies {
 			switch {
-			case !a.del:
+			case !a.del, a.carrier:
 			case a.version != 0:
 				db.hist.remember(histItem{key: string(a.key), version: a.version, until: a.version})
 			case a.expiry != 0:
@@ -482,8 +482,8 @@ func (p *precheckState) record(applies []apply) {
 		return
 	}
 	for _, a := range applies {
-		if a.version == 0 {
-			continue // a key already gone dropped from memory: no change (see recordHistory)
+		if a.version == 0 || a.carrier {
+			continue // a key already gone dropped from memory, or a version carrier: no change (see recordHistory)
 		}
 		p.recent = append(p.recent, recentWrite{key: string(a.key), version: a.version})
 	}
