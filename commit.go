@@ -374,7 +374,7 @@ func (db *DB) runGroup(group []*commitReq) {
 	ends := db.ends[:0] // where each commit's records end in buf
 	for _, r := range group {
 		r.err = nil
-		if !db.checksHold(r.ops, r.checked, now, lookup, overlay, applies) || (r.txn != nil && db.txnConflict(r.txn, r.checked, now, overlay, applies)) {
+		if !db.checksHold(r.ops, r.checked, now, lookup, overlay, applies, wranges) || (r.txn != nil && db.txnConflict(r.txn, r.checked, now, overlay, applies, wranges)) {
 			r.err = ErrConflict
 			continue
 		}
@@ -617,11 +617,11 @@ func parseDecimal(b []byte) (int64, bool) {
 
 // checksHold reports whether every opCheck and opCheckRange of a commit
 // holds at now; checked is what precheck found of its ranges.
-func (db *DB) checksHold(ops []op, checked prechecked, now int64, lookup func([]byte) (keydir.Entry, bool), overlay map[string]int, applies []apply) bool {
+func (db *DB) checksHold(ops []op, checked prechecked, now int64, lookup func([]byte) (keydir.Entry, bool), overlay map[string]int, applies []apply, wranges []histRange) bool {
 	for i := range ops {
 		if ops[i].kind == opCheckRange {
 			r := txnReq{readVersion: ops[i].version, readTime: ops[i].expiry, reads: []keyRange{{ops[i].key, ops[i].value}}}
-			if db.txnConflict(&r, checked, now, overlay, applies) {
+			if db.txnConflict(&r, checked, now, overlay, applies, wranges) {
 				return false
 			}
 			continue

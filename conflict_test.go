@@ -3,7 +3,12 @@ package caskade
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync"
 	"testing"
+
+	"github.com/caskade/caskade/vfs"
+	"github.com/caskade/caskade/vfs/errorfs"
 )
 
 // A range read that finds no keys still read something: that the range
@@ -56,4 +61,65 @@ func TestDoubleDeleteConflicts(t *testing.T) {
 	if err := reader.Commit(); !errors.Is(err, ErrConflict) {
 		t.Fatalf("commit of a transaction that read a key deleted since: %v", err)
 	}
+}
+
+// TestWriteConflictRangeInSameGroup checks a write conflict range against
+// a later commit of the same group: a transaction that read a key the
+// range covers, at a version before it, must fail, as it does when the
+// two commits are in separate groups.
+func TestWriteConflictRangeInSameGroup(t *testing.T) {
+	efs := errorfs.New(vfs.NewMem())
+	db := openTest(t, "/db", &Options{FS: efs, ExpiryPeriod: -1})
+	reader, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reader.Get([]byte("m1")); !errors.Is(err, ErrNotFound) {
+		t.Fatal(err)
+	}
+	reader.Set([]byte("out"), []byte("7"))
+	writer, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer.AddWriteConflictRange([]byte("m"), []byte("n"))
+
+	// Hold a first group in its fsync while the two commits queue behind
+	// it, writer first, so that the next group takes both.
+	inSync, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	efs.InjectFunc(errorfs.OpSync, func(string) error {
+		once.Do(func() { close(inSync); <-release })
+		return nil
+	})
+	blocker := make(chan error, 1)
+	go func() { blocker <- db.Set([]byte("blocker"), []byte("1")) }()
+	<-inSync
+	queued := func(n int) {
+		for {
+			db.cmu.Lock()
+			q := len(db.queue)
+			db.cmu.Unlock()
+			if q >= n {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+	werr, rerr := make(chan error, 1), make(chan error, 1)
+	go func() { werr <- writer.Commit() }()
+	queued(1)
+	go func() { rerr <- reader.Commit() }()
+	queued(2)
+	close(release)
+	if err := <-blocker; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-werr; err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	if err := <-rerr; !errors.Is(err, ErrConflict) {
+		t.Fatalf("reader committed after a write conflict range over what it read, in the same group: %v", err)
+	}
+	mustMiss(t, db, "out")
 }

@@ -109,7 +109,7 @@ type liveTxns struct {
 // Ranges (not single keys) that precheck checked (checked.at > 0) are
 // checked against the writes after it only (db.pre.recent), and against
 // the first expiry it found in them, not walked.
-func (db *DB) txnConflict(t *txnReq, checked prechecked, now int64, overlay map[string]int, applies []apply) bool {
+func (db *DB) txnConflict(t *txnReq, checked prechecked, now int64, overlay map[string]int, applies []apply, wranges []histRange) bool {
 	for _, r := range t.reads {
 		point := r.point()
 		switch {
@@ -167,6 +167,13 @@ func (db *DB) txnConflict(t *txnReq, checked prechecked, now int64, overlay map[
 		}
 		for _, h := range db.hist.ranges {
 			if h.version > t.readVersion && h.r.overlaps(r) {
+				return true
+			}
+		}
+		// And the write conflict ranges of the group's earlier commits,
+		// whose versions are all newer.
+		for _, h := range wranges {
+			if h.r.overlaps(r) {
 				return true
 			}
 		}
