@@ -178,6 +178,14 @@ func (m *merger) run() error {
 	if len(m.inputs) == 0 {
 		return nil
 	}
+	if db.opts.Sync != SyncAlways {
+		// The view may reflect writes not yet synced in the active file,
+		// and the merge drops the records they replace: without this sync
+		// a crash would lose the new value and the old one both.
+		if err := db.Sync(); err != nil {
+			return err
+		}
+	}
 	m.stats.InputFiles = len(m.inputs)
 	m.limiter = rateLimiter{perSec: db.opts.MergeBytesPerSec}
 

@@ -767,3 +767,54 @@ func TestPartialMergeCarriesTombstones(t *testing.T) {
 		t.Fatalf("after a full merge: %q, want %q", got, want)
 	}
 }
+
+// TestMergeKeepsOldValueOfUnsyncedWrite checks a merge under the policies
+// that acknowledge writes before they are synced: it drops the records
+// that newer, acknowledged but unsynced writes replaced or deleted, so it
+// must make those writes durable first, or a crash afterwards loses the
+// key's new value and its old one both. Merge seals (and so syncs) an
+// active file that holds a tombstone, but not one that holds only new
+// values, and the automatic merges never seal it.
+func TestMergeKeepsOldValueOfUnsyncedWrite(t *testing.T) {
+	for _, policy := range []SyncPolicy{SyncEverySec, SyncNone} {
+		for _, auto := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/auto=%v", policy, auto), func(t *testing.T) {
+				mem := vfs.NewMem()
+				opts := func(fs vfs.FS) *Options {
+					return &Options{FS: fs, Sync: policy, SyncInterval: time.Hour, ExpiryPeriod: -1, MergeInterval: -1}
+				}
+				db := openTest(t, "/db", opts(mem))
+				for _, k := range []string{"k", "gone"} {
+					if err := db.Set([]byte(k), []byte("old")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := db.Close(); err != nil { // seals the file: "old" is durable
+					t.Fatal(err)
+				}
+				db = openTest(t, "/db", opts(mem))
+				if err := db.Set([]byte("k"), []byte("new")); err != nil {
+					t.Fatal(err)
+				}
+				if auto {
+					if err := db.Delete([]byte("gone")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := db.merge(context.Background(), !auto, nil); err != nil {
+					t.Fatal(err)
+				}
+				after := openTest(t, "/db", opts(mem.Crash(vfs.CrashOptions{})))
+				// Either the writes survived or they did not.
+				v, err := after.Get([]byte("k"))
+				if err != nil {
+					t.Fatalf("k after merge and crash: %v", err)
+				}
+				_, gerr := after.Get([]byte("gone"))
+				if auto && string(v) == "new" && !errors.Is(gerr, ErrNotFound) || string(v) == "old" && gerr != nil {
+					t.Fatalf("k = %q and gone: %v after merge and crash", v, gerr)
+				}
+			})
+		}
+	}
+}
