@@ -620,3 +620,44 @@ func TestWriteBatchesShareFsync(t *testing.T) {
 	mustMiss(t, db, "k05")
 	mustGet(t, db, "k15", "v")
 }
+
+// TestProcessCrashThenPowerLoss crashes the process, not the machine,
+// under SyncNone: its unsynced appends stay in the page cache, so the next
+// open reads them, shows them and starts a new file. A power loss then
+// must neither lose what that open showed nor tear the old file, which is
+// no longer the newest and so would fail every open.
+func TestProcessCrashThenPowerLoss(t *testing.T) {
+	for seed := range uint64(8) {
+		mem := vfs.NewMem()
+		opts := &Options{FS: mem, Sync: SyncNone, ExpiryPeriod: -1, MergeInterval: -1}
+		db1, err := Open("/db", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db1.Close() }) // stops its goroutines
+		want := map[string]string{"after": "x"}
+		for i := range 20 {
+			k, v := fmt.Sprintf("k%02d", i), strings.Repeat(string(rune('a'+i)), 300)
+			if err := db1.Set([]byte(k), []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+			want[k] = v
+		}
+		// The process dies: its lock goes, its unsynced bytes stay.
+		if err := db1.lock.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db2 := openTest(t, "/db", &Options{FS: mem, ExpiryPeriod: -1, MergeInterval: -1})
+		if got := contents(t, db2); len(got) != 20 {
+			t.Fatalf("%d keys after the process crash, want 20", len(got))
+		}
+		if err := db2.Set([]byte("after"), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		after := mem.Crash(vfs.CrashOptions{Tear: true, Rand: rand.New(rand.NewPCG(seed, 1))})
+		db3 := openTest(t, "/db", &Options{FS: after, ExpiryPeriod: -1, MergeInterval: -1})
+		if got := contents(t, db3); !maps.Equal(got, want) {
+			t.Fatalf("seed %d: %d keys after the power loss, want %d", seed, len(got), len(want))
+		}
+	}
+}

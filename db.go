@@ -392,6 +392,16 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool) fileResult {
 			db.opts.Logger.Warn("caskade: cut torn tail of the newest data file", "file", dataPath,
 				"offset", res.size, "bytes", res.torn)
 		}
+	} else if newest {
+		// After a crash of the process, not of the machine, the tail it
+		// wrote and never synced is still in the page cache: this open
+		// reads it and will not write to the file again, so make it
+		// durable now. Otherwise a power loss later could tear a file
+		// that is no longer the newest, which no open would accept.
+		if err := db.syncFile(dataPath); err != nil {
+			res.err = err
+			return res
+		}
 	}
 	if len(res.damage) == 0 {
 		if err := segment.WriteHints(db.fs, db.dir, id, res.hints); err != nil {
@@ -399,6 +409,19 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool) fileResult {
 		}
 	}
 	return res
+}
+
+// syncFile makes the data file at path durable.
+func (db *DB) syncFile(path string) error {
+	f, err := db.fs.Open(path)
+	if err != nil {
+		return fmt.Errorf("caskade: open %s to sync it: %w", path, err)
+	}
+	defer f.Close()
+	if err := vfs.SyncData(f); err != nil {
+		return fmt.Errorf("caskade: sync %s: %w", path, err)
+	}
+	return nil
 }
 
 // corruption turns a segment's corruption report into the public error.
