@@ -142,6 +142,7 @@ func TestOptionsValidate(t *testing.T) {
 		{Sync: 7},
 		{SyncInterval: -1},
 		{MaxKeySize: -1},
+		{MaxKeySize: 2 << 20}, // longer than the key directory holds
 		{MaxFileSize: -5},
 		{RecoveryWorkers: -1},
 	}

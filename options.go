@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/caskade/caskade/internal/keydir"
 	"github.com/caskade/caskade/vfs"
 )
 
@@ -90,7 +91,8 @@ type Options struct {
 	Salvage bool
 	// MaxKeySize, MaxValueSize and MaxBatchSize bound what a write may
 	// carry: a key's length, a value's length, and the encoded size of one
-	// batch. They default to 64 KiB, 512 MiB and 1 GiB.
+	// batch. They default to 64 KiB, 512 MiB and 1 GiB. MaxKeySize is at
+	// most 1 MiB, the longest key the key directory holds.
 	MaxKeySize   int
 	MaxValueSize int
 	MaxBatchSize int
@@ -151,8 +153,8 @@ func (o *Options) Validate() error {
 		return bad("unknown sync policy %d", o.Sync)
 	case o.SyncInterval < 0:
 		return bad("negative SyncInterval %v", o.SyncInterval)
-	case o.MaxKeySize < 0 || o.MaxKeySize > maxRecordLengthLimit:
-		return bad("MaxKeySize %d out of range", o.MaxKeySize)
+	case o.MaxKeySize < 0 || o.MaxKeySize > keydir.MaxKeyLen:
+		return bad("MaxKeySize %d out of range (at most %d)", o.MaxKeySize, keydir.MaxKeyLen)
 	case o.MaxValueSize < 0 || o.MaxValueSize > maxRecordLengthLimit:
 		return bad("MaxValueSize %d out of range", o.MaxValueSize)
 	case o.MaxBatchSize < 0:
