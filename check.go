@@ -40,8 +40,9 @@ func (r CheckReport) OK() bool { return len(r.Damage) == 0 }
 // Check verifies every record of every data file in dir, and every hint
 // file against its data file, without changing anything, and reports every
 // damaged range. It takes the directory's lock if a writer ever created
-// one, so it refuses a directory an open database holds. opts supplies FS
-// and the size limits; other fields are ignored.
+// one, so it refuses a directory an open database holds. opts supplies FS;
+// other fields are ignored (the size limits bound new writes, not what
+// the files may hold).
 func Check(ctx context.Context, dir string, opts *Options) (CheckReport, error) {
 	var rep CheckReport
 	if err := opts.Validate(); err != nil {
@@ -56,7 +57,7 @@ func Check(ctx context.Context, dir string, opts *Options) (CheckReport, error) 
 	if db.lock != nil {
 		defer db.lock.Close()
 	}
-	lim := limitsOf(o)
+	lim := storedLimits
 	names, err := o.FS.List(dir)
 	if err != nil {
 		return rep, fmt.Errorf("caskade: check: %w", err)

@@ -661,3 +661,46 @@ func TestProcessCrashThenPowerLoss(t *testing.T) {
 		}
 	}
 }
+
+// TestReopenWithSmallerLimits reopens a database with a MaxKeySize and
+// MaxValueSize below the sizes of keys and values it holds. The limits
+// bound new writes; the data written under the old ones must still
+// recover and read, from hint files and from scans alike, and the newest
+// file's last records must not be taken for a torn tail and cut off.
+func TestReopenWithSmallerLimits(t *testing.T) {
+	mem := vfs.NewMem()
+	bigKey, bigVal := strings.Repeat("k", 300), strings.Repeat("v", 5000)
+	db := openTest(t, "/db", &Options{FS: mem, ExpiryPeriod: -1})
+	if err := db.Set([]byte(bigKey+"1"), []byte(bigVal)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil { // a sealed file with its hint
+		t.Fatal(err)
+	}
+	db = openTest(t, "/db", &Options{FS: mem, ExpiryPeriod: -1})
+	if err := db.Set([]byte(bigKey+"2"), []byte(bigVal)); err != nil {
+		t.Fatal(err)
+	}
+	// The process dies: the newest file has no hint and is scanned.
+	small := func(fs vfs.FS) *Options {
+		return &Options{FS: fs, ExpiryPeriod: -1, MaxKeySize: 100, MaxValueSize: 1000}
+	}
+	after := mem.Crash(vfs.CrashOptions{})
+	for range 2 { // the second open reads both files through hints
+		db2 := openTest(t, "/db", small(after))
+		if torn := db2.Stats().Recovery.TornBytes; torn != 0 {
+			t.Fatalf("recovery cut %d bytes", torn)
+		}
+		mustGet(t, db2, bigKey+"1", bigVal)
+		mustGet(t, db2, bigKey+"2", bigVal)
+		if err := db2.Set([]byte("k"), []byte(bigVal)); !errors.Is(err, ErrValueTooLarge) {
+			t.Fatalf("a value over the new limit: %v", err)
+		}
+		if err := db2.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep, err := Check(context.Background(), "/db", small(after)); err != nil || !rep.OK() || len(rep.BadHints) > 0 || rep.TornBytes > 0 {
+		t.Fatalf("check with smaller limits: %+v %v", rep, err)
+	}
+}

@@ -140,7 +140,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		opts:     o,
 		dir:      dir,
 		fs:       o.FS,
-		lim:      limitsOf(o),
+		lim:      storedLimits,
 		tree:     keydir.New(),
 		fset:     newFileSet(map[uint32]*segment.File{}),
 		fstats:   map[uint32]*fileStat{},
@@ -661,9 +661,12 @@ func (db *DB) mergePart(results []fileResult, loader *keydir.Loader, lo, hi []by
 	return out
 }
 
-func limitsOf(o Options) record.Limits {
-	return record.Limits{MaxKey: uint32(o.MaxKeySize), MaxValue: uint32(o.MaxValueSize)}
-}
+// storedLimits bounds the lengths the decoders accept in data and hint
+// files: the format's, not the options' MaxKeySize and MaxValueSize, which
+// bound new writes only. Data written under larger limits must still
+// read, and recover: the newest file's last records, refused, would be
+// cut off as a torn tail.
+var storedLimits = record.Limits{MaxKey: keydir.MaxKeyLen}
 
 func (db *DB) nowMs() int64 { return db.opts.Now().UnixMilli() }
 
