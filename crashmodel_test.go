@@ -60,7 +60,8 @@ func recovered(t *testing.T, db *DB) crashState {
 // TestCrashModel runs random workloads (sets, sets with a TTL, deletes,
 // range deletes, batches, expiry changes, write-conflict-only
 // transactions, merges with a snapshot held across them, explicit syncs,
-// clean reopens and a clock that moves) against a model, under every sync
+// clean reopens and reopens after the process died, and a clock that
+// moves) against a model, under every sync
 // policy, and crashes the memory file system at a random mutating
 // operation, tearing unsynced tails or not; the recovery itself is crashed
 // at a random point too, some of the time. After each crash the database
@@ -251,11 +252,16 @@ func crashModelRun(t *testing.T, seed uint64, run int, policy SyncPolicy) {
 				clk.Advance(time.Duration(r.IntN(1500)) * time.Millisecond)
 				continue
 			default:
-				// A clean reopen.
+				// A clean reopen, or one after the process died: its
+				// unsynced writes are still in the page cache, which the
+				// memory file system's current bytes stand for.
 				checkSnap()
 				if snap != nil {
 					snap.Close()
 					snap = nil
+				}
+				if r.IntN(2) == 0 {
+					db.stopWrites(errors.New("the process died")) // Close then writes nothing
 				}
 				if err := db.Close(); err != nil {
 					if !errors.Is(err, vfs.ErrCrashed) {
