@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -620,16 +621,12 @@ func cmdClientTracking(c *client, args [][]byte) {
 			c.replyErr("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.")
 			return
 		}
-		if bcast {
-			all := append(append([][]byte(nil), c.trk.prefixes...), prefixes...)
-			for i := range all {
-				for j := range all {
-					if i != j && bytes.HasPrefix(all[i], all[j]) && !bytes.Equal(all[i], all[j]) {
-						c.replyErr(fmt.Sprintf("ERR Prefix '%s' overlaps with an existing prefix '%s'. Prefixes for a single client must not overlap.", all[i], all[j]))
-						return
-					}
-				}
-			}
+		if msg := prefixCollision(c.trk.prefixes, prefixes); msg != "" {
+			c.replyErr(msg)
+			return
+		}
+		if bcast && len(prefixes) == 0 {
+			prefixes = [][]byte{{}} // every key, as Redis's prefix ""
 		}
 		t := c.s.track
 		t.mu.Lock()
@@ -639,7 +636,11 @@ func cmdClientTracking(c *client, args [][]byte) {
 		c.trk.optout = c.trk.optout || optout
 		c.trk.noloop = c.trk.noloop || noloop
 		c.trk.redirect = redir
-		c.trk.prefixes = append(c.trk.prefixes, prefixes...)
+		for _, p := range prefixes {
+			if i, found := slices.BinarySearchFunc(c.trk.prefixes, p, bytes.Compare); !found {
+				c.trk.prefixes = slices.Insert(c.trk.prefixes, i, p)
+			}
+		}
 		t.mu.Unlock()
 		t.enable(c)
 	case eqFold(args[2], "off"):
@@ -650,6 +651,37 @@ func cmdClientTracking(c *client, args [][]byte) {
 	}
 	c.syncInfo()
 	c.replyOK()
+}
+
+// prefixCollision returns Redis's error for BCAST prefixes that overlap
+// (one is a prefix of the other, or they are equal), checked as Redis
+// does: each new prefix in turn against the client's prefixes (in order),
+// then against the new prefixes after it; "" if none overlap.
+func prefixCollision(have, add [][]byte) string {
+	overlap := func(a, b []byte) bool {
+		n := min(len(a), len(b))
+		return bytes.Equal(a[:n], b[:n])
+	}
+	// Redis formats the prefixes with %s, which ends them at a NUL byte.
+	str := func(p []byte) string {
+		if i := bytes.IndexByte(p, 0); i >= 0 {
+			p = p[:i]
+		}
+		return string(p)
+	}
+	for i, p := range add {
+		for _, q := range have {
+			if overlap(p, q) {
+				return fmt.Sprintf("ERR Prefix '%s' overlaps with an existing prefix '%s'. Prefixes for a single client must not overlap.", str(p), str(q))
+			}
+		}
+		for _, q := range add[i+1:] {
+			if overlap(p, q) {
+				return fmt.Sprintf("ERR Prefix '%s' overlaps with another provided prefix '%s'. Prefixes for a single client must not overlap.", str(p), str(q))
+			}
+		}
+	}
+	return ""
 }
 
 func (c *client) disableTracking() {

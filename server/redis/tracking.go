@@ -177,17 +177,21 @@ func (t *tracker) snapshotRead(c *client, cmd *command, args [][]byte) {
 	t.mu.Unlock()
 }
 
-// totals returns the number of tracked keys and of (key, client) items.
+// totals returns the number of tracked keys, of (key, client) items and
+// of distinct BCAST prefixes (Redis counts its prefix table's entries).
 func (t *tracker) totals() (keys, items, prefixes int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, set := range t.keys {
 		items += len(set)
 	}
+	distinct := map[string]bool{}
 	for c := range t.bcast {
-		prefixes += len(c.trk.prefixes)
+		for _, p := range c.trk.prefixes {
+			distinct[string(p)] = true
+		}
 	}
-	return len(t.keys), items, prefixes
+	return len(t.keys), items, len(distinct)
 }
 
 // onCommit is the DB subscription: it runs on the committing goroutine

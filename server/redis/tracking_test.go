@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -311,4 +312,59 @@ func rueidisCaching(t *testing.T, addr string) (rueidis.Client, <-chan string) {
 	}
 	t.Cleanup(cli.Close)
 	return cli, inval
+}
+
+// TestTrackingBcastPrefixes checks BCAST prefixes as Redis keeps them: an
+// overlap (one prefix starting another, or a repeat) within the command or
+// with the client's prefixes is refused with Redis's error in Redis's
+// order of checks, CLIENT TRACKINGINFO lists them sorted, and ON BCAST
+// without PREFIX adds the prefix "" (every key) to those already set.
+func TestTrackingBcastPrefixes(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial()
+	c.send(cmd("HELLO", "3"))
+	for c.readLine() != "*0\r\n" {
+	}
+	const tail = ". Prefixes for a single client must not overlap.\r\n"
+	for _, tc := range []struct{ args []string }{
+		{[]string{"a", "a"}}, {[]string{"ab", "a"}}, {[]string{"a", "b", "ab"}},
+	} {
+		args := []string{"CLIENT", "TRACKING", "ON", "BCAST"}
+		for _, p := range tc.args {
+			args = append(args, "PREFIX", p)
+		}
+		want := map[string]string{
+			"a a":    "-ERR Prefix 'a' overlaps with another provided prefix 'a'" + tail,
+			"ab a":   "-ERR Prefix 'ab' overlaps with another provided prefix 'a'" + tail,
+			"a b ab": "-ERR Prefix 'a' overlaps with another provided prefix 'ab'" + tail,
+		}[strings.Join(tc.args, " ")]
+		c.do(cmd(args...), want)
+	}
+	c.do(cmd("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "u:", "PREFIX", "b"), "+OK\r\n")
+	c.do(cmd("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "u:"), "-ERR Prefix 'u:' overlaps with an existing prefix 'u:'"+tail)
+	c.do(cmd("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "x", "PREFIX", "u:1"), "-ERR Prefix 'u:1' overlaps with an existing prefix 'u:'"+tail)
+	c.do(cmd("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "a"), "+OK\r\n")
+	const info = "%3\r\n$5\r\nflags\r\n~2\r\n$2\r\non\r\n$5\r\nbcast\r\n$8\r\nredirect\r\n:0\r\n$8\r\nprefixes\r\n"
+	c.do(cmd("CLIENT", "TRACKINGINFO"), info+"*3\r\n$1\r\na\r\n$1\r\nb\r\n$2\r\nu:\r\n")
+	w := ts.dial()
+	// INFO counts distinct prefixes, as Redis's prefix table does.
+	o := ts.dial()
+	o.do(cmd("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "a"), "+OK\r\n")
+	w.send(cmd("INFO", "stats"))
+	w.readLine() // the bulk header
+	total := ""
+	for line := w.readLine(); line != "\r\n"; line = w.readLine() {
+		if v, ok := strings.CutPrefix(line, "tracking_total_prefixes:"); ok {
+			total = v
+		}
+	}
+	if total != "3\r\n" {
+		t.Fatalf("tracking_total_prefixes %q, want 3", total)
+	}
+	// Without PREFIX: every key, besides the prefixes already set.
+	c.do(cmd("CLIENT", "TRACKING", "ON", "BCAST"), "+OK\r\n")
+	c.do(cmd("CLIENT", "TRACKINGINFO"), info+"*4\r\n$0\r\n\r\n$1\r\na\r\n$1\r\nb\r\n$2\r\nu:\r\n")
+	w.do(cmd("SET", "zzz", "1"), "+OK\r\n")
+	c.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$3\r\nzzz\r\n")
+	c.do(cmd("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "q"), "-ERR Prefix 'q' overlaps with an existing prefix ''"+tail)
 }
