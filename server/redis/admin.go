@@ -806,13 +806,18 @@ func cmdCommandGetkeys(c *client, args [][]byte) {
 		c.replyErr("ERR Invalid command specified")
 		return
 	}
+	// Redis checks for key arguments before the arity.
+	if cmd.firstKey <= 0 {
+		c.replyErr("ERR The command has no key arguments")
+		return
+	}
 	if (cmd.arity > 0 && cmd.arity != len(sub)) || len(sub) < -cmd.arity {
 		c.replyErr("ERR Invalid number of arguments specified for command")
 		return
 	}
 	idx := cmd.keyIndexes(sub, nil)
 	if len(idx) == 0 {
-		c.replyErr("ERR The command has no key arguments")
+		c.replyErr("ERR Invalid arguments specified for command")
 		return
 	}
 	c.replyArray(len(idx))

@@ -515,3 +515,28 @@ func TestClientListCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandGetkeys checks COMMAND GETKEYS's errors as Redis 7.2+ gives
+// them: one argument after GETKEYS suffices (arity -3; Redis 7.0 wanted
+// two), and a command without key arguments is refused before its own
+// arity is checked.
+func TestCommandGetkeys(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"PING"}, "-ERR The command has no key arguments\r\n"},
+		{[]string{"PING", "a", "b"}, "-ERR The command has no key arguments\r\n"},
+		{[]string{"GET"}, "-ERR Invalid number of arguments specified for command\r\n"},
+		{[]string{"SET", "k"}, "-ERR Invalid number of arguments specified for command\r\n"},
+		{[]string{"NOPE", "k"}, "-ERR Invalid command specified\r\n"},
+		{[]string{"OBJECT", "ENCODING", "k"}, "*1\r\n$1\r\nk\r\n"},
+		{[]string{"GET", "k"}, "*1\r\n$1\r\nk\r\n"},
+		{[]string{"MSET", "a", "1", "b"}, "*2\r\n$1\r\na\r\n$1\r\nb\r\n"},
+		{nil, "-ERR wrong number of arguments for 'command|getkeys' command\r\n"},
+	} {
+		c.do(cmd(append([]string{"COMMAND", "GETKEYS"}, tc.args...)...), tc.want)
+	}
+}

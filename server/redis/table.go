@@ -285,7 +285,7 @@ func commandSpecs() []spec {
 		{name: "command", arity: -1, flags: fLoading | fStale | fSentinel, acl: "connection", fn: cmdCommand, subcmd: []spec{
 			nk("count", 2, fLoading|fStale|fSentinel, "connection", cmdCommandCount),
 			nk("docs", -2, fLoading|fStale|fSentinel, "connection", cmdCommandDocs),
-			nk("getkeys", -4, fLoading|fStale|fSentinel, "connection", cmdCommandGetkeys),
+			nk("getkeys", -3, fLoading|fStale|fSentinel, "connection", cmdCommandGetkeys),
 			nk("help", 2, fLoading|fStale|fSentinel, "connection", cmdCommandHelp),
 			nk("info", -2, fLoading|fStale|fSentinel, "connection", cmdCommandInfo),
 			nk("list", -2, fLoading|fStale|fSentinel, "connection", cmdCommandList),
