@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -411,16 +412,18 @@ func boolText(b bool) string {
 	return "no"
 }
 
+// setInt parses v as Redis parses an integer parameter (string2ll: no
+// blanks, signs other than a leading '-', fractions or exponents) and
+// applies it if it is within [lo, hi].
 func setInt(v string, lo, hi int64, apply func(int64)) string {
 	n, ok := string2ll([]byte(v))
 	if !ok {
-		if f, err := strconv.ParseFloat(v, 64); err == nil && f == math.Trunc(f) {
-			n, ok = int64(f), true
-		}
-	}
-	if !ok {
 		return "argument couldn't be parsed into an integer"
 	}
+	return setInRange(n, lo, hi, apply)
+}
+
+func setInRange(n, lo, hi int64, apply func(int64)) string {
 	if n < lo || n > hi {
 		return fmt.Sprintf("argument must be between %d and %d inclusive", lo, hi)
 	}
@@ -428,10 +431,49 @@ func setInt(v string, lo, hi int64, apply func(int64)) string {
 	return ""
 }
 
+// setMem parses v as Redis parses a memory parameter (memtoull): decimal
+// digits and an optional unit, b, k (1000), kb (1024), m, mb, g or gb,
+// in any case. As in Redis, no digits count as 0 and a value past 64 bits
+// wraps, so that both end up as out of range rather than unparsable.
+func setMem(v string, lo, hi int64, apply func(int64)) string {
+	const errMem = "argument must be a memory value"
+	digits := 0
+	for digits < len(v) && v[digits] >= '0' && v[digits] <= '9' {
+		digits++
+	}
+	var mul uint64
+	switch strings.ToLower(v[digits:]) {
+	case "", "b":
+		mul = 1
+	case "k":
+		mul = 1000
+	case "kb":
+		mul = 1024
+	case "m":
+		mul = 1000 * 1000
+	case "mb":
+		mul = 1024 * 1024
+	case "g":
+		mul = 1000 * 1000 * 1000
+	case "gb":
+		mul = 1024 * 1024 * 1024
+	default:
+		return errMem
+	}
+	if digits >= 128 { // Redis's buffer for the digits
+		return errMem
+	}
+	n, err := strconv.ParseUint(v[:digits], 10, 64)
+	if err != nil && digits > 0 {
+		n = math.MaxUint64 // strtoull saturates
+	}
+	return setInRange(int64(n*mul), lo, hi, apply)
+}
+
 var configParams = []configParam{
 	{name: "maxclients", get: func(s *Server) string { return strconv.Itoa(s.cfg.maxClients) },
 		set: func(s *Server, v string) string {
-			return setInt(v, 1, math.MaxInt32, func(n int64) { s.cfg.maxClients = int(n) })
+			return setInt(v, 1, math.MaxUint32, func(n int64) { s.cfg.maxClients = int(n) })
 		}},
 	{name: "timeout", get: func(s *Server) string { return strconv.FormatInt(int64(s.cfg.idleTimeout/time.Second), 10) },
 		set: func(s *Server, v string) string {
@@ -453,20 +495,26 @@ var configParams = []configParam{
 		}},
 	{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.FormatInt(s.cfg.protoMaxBulkLen, 10) },
 		set: func(s *Server, v string) string {
-			return setInt(v, 1<<20, math.MaxInt64, func(n int64) { s.cfg.protoMaxBulkLen = n })
+			return setMem(v, 1<<20, math.MaxInt64, func(n int64) { s.cfg.protoMaxBulkLen = n })
 		}},
 	{name: "slowlog-log-slower-than", get: func(s *Server) string {
 		if s.cfg.slowlogSlower < 0 {
 			return "-1"
 		}
+		if s.cfg.slowlogSlower == math.MaxInt64 && s.cfg.slowlogHuge > 0 {
+			return strconv.FormatInt(s.cfg.slowlogHuge, 10)
+		}
 		return strconv.FormatInt(s.cfg.slowlogSlower.Microseconds(), 10)
 	}, set: func(s *Server, v string) string {
-		return setInt(v, -1, math.MaxInt64/1000, func(n int64) {
+		return setInt(v, -1, math.MaxInt64, func(n int64) {
 			switch {
 			case n < 0:
 				s.cfg.slowlogSlower = -1
 			case n == 0:
 				s.cfg.slowlogSlower = 1 // log everything
+			case n >= math.MaxInt64/int64(time.Microsecond):
+				// Beyond a Duration: never logged; CONFIG GET shows n.
+				s.cfg.slowlogSlower, s.cfg.slowlogHuge = math.MaxInt64, n
 			default:
 				s.cfg.slowlogSlower = time.Duration(n) * time.Microsecond
 			}
@@ -474,7 +522,7 @@ var configParams = []configParam{
 	}},
 	{name: "slowlog-max-len", get: func(s *Server) string { return strconv.Itoa(s.cfg.slowlogMaxLen) },
 		set: func(s *Server, v string) string {
-			return setInt(v, 0, math.MaxInt32, func(n int64) { s.cfg.slowlogMaxLen = int(n) })
+			return setInt(v, 0, math.MaxInt64, func(n int64) { s.cfg.slowlogMaxLen = int(n) })
 		}},
 	{name: "databases", get: func(s *Server) string { return strconv.Itoa(s.Databases) }, immutable: true},
 	{name: "appendonly", get: func(s *Server) string { return "yes" }, immutable: true},
@@ -504,16 +552,23 @@ func findConfig(name string) *configParam {
 func cmdConfigGet(c *client, args [][]byte) {
 	s := c.s
 	var matched []*configParam
+	var names []string // as replied: a name without glob characters as it was given
 	seen := map[string]bool{}
 	for _, a := range args[2:] {
+		glob := bytes.ContainsAny(a, "[*?")
 		for i := range configParams {
 			p := &configParams[i]
 			if seen[p.name] {
 				continue
 			}
-			if globMatch(a, []byte(p.name), true) {
+			if glob && globMatch(a, []byte(p.name), true) || !glob && strings.EqualFold(string(a), p.name) {
 				seen[p.name] = true
 				matched = append(matched, p)
+				if glob {
+					names = append(names, p.name)
+				} else {
+					names = append(names, string(a))
+				}
 			}
 		}
 	}
@@ -524,8 +579,8 @@ func cmdConfigGet(c *client, args [][]byte) {
 	}
 	s.cfg.mu.RUnlock()
 	c.replyMap(len(matched))
-	for i, p := range matched {
-		c.replyBulkString(p.name)
+	for i := range matched {
+		c.replyBulkString(names[i])
 		c.replyBulkString(vals[i])
 	}
 }

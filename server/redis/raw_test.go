@@ -540,3 +540,43 @@ func TestCommandGetkeys(t *testing.T) {
 		c.do(cmd(append([]string{"COMMAND", "GETKEYS"}, tc.args...)...), tc.want)
 	}
 }
+
+// TestConfigSetNumbers checks CONFIG SET's parsing and bounds of numbers
+// as Redis 7.4 has them: integers as string2ll reads them, memory values
+// with units for proto-max-bulk-len, each parameter's own bounds, and
+// CONFIG GET naming a parameter given without glob characters as given.
+func TestConfigSetNumbers(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial()
+	fail := func(name, why string) string {
+		return "-ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + why + "\r\n"
+	}
+	const notInt = "argument couldn't be parsed into an integer"
+	get := func(name, val string) string {
+		return "*2\r\n$" + itoa(int64(len(name))) + "\r\n" + name + "\r\n$" + itoa(int64(len(val))) + "\r\n" + val + "\r\n"
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"timeout 1.0", fail("timeout", notInt)},
+		{"timeout 1e3", fail("timeout", notInt)},
+		{"maxclients 4294967295", "+OK\r\n"},
+		{"maxclients 4294967296", fail("maxclients", "argument must be between 1 and 4294967295 inclusive")},
+		{"maxclients 10000", "+OK\r\n"},
+		{"slowlog-max-len -1", fail("slowlog-max-len", "argument must be between 0 and 9223372036854775807 inclusive")},
+		{"slowlog-max-len 2147483648", "+OK\r\n"},
+		{"slowlog-log-slower-than 9223372036854775807", "+OK\r\n"},
+		{"slowlog-log-slower-than -2", fail("slowlog-log-slower-than", "argument must be between -1 and 9223372036854775807 inclusive")},
+		{"proto-max-bulk-len 1mb", "+OK\r\n"},
+		{"proto-max-bulk-len 2G", "+OK\r\n"},
+		{"proto-max-bulk-len 1kb", fail("proto-max-bulk-len", "argument must be between 1048576 and 9223372036854775807 inclusive")},
+		{"proto-max-bulk-len 1.5mb", fail("proto-max-bulk-len", "argument must be a memory value")},
+		{"proto-max-bulk-len -1", fail("proto-max-bulk-len", "argument must be a memory value")},
+		{"proto-max-bulk-len 99999999999gb", fail("proto-max-bulk-len", "argument must be between 1048576 and 9223372036854775807 inclusive")},
+	} {
+		c.do(cmd(append([]string{"CONFIG", "SET"}, strings.Fields(tc.args)...)...), tc.want)
+	}
+	c.do(cmd("CONFIG", "GET", "proto-max-bulk-len"), get("proto-max-bulk-len", "2000000000"))
+	c.do(cmd("CONFIG", "GET", "slowlog-log-slower-than"), get("slowlog-log-slower-than", "9223372036854775807"))
+	c.do(cmd("CONFIG", "GET", "slowlog-max-len"), get("slowlog-max-len", "2147483648"))
+	c.do(cmd("CONFIG", "GET", "TimeOut", "tim*"), get("TimeOut", "0"))
+	c.do(cmd("CONFIG", "GET", `time\out`), "*0\r\n")
+}

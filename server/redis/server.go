@@ -148,6 +148,7 @@ type runtimeConfig struct {
 	bulkAtomic      atomic.Int64
 	slowAtomic      atomic.Int64 // slowlogSlower
 	slowlogSlower   time.Duration
+	slowlogHuge     int64 // the setting in µs when slowlogSlower is math.MaxInt64
 	slowlogMaxLen   int
 	protoMaxBulkLen int64
 	protected       bool
