@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -694,32 +695,23 @@ func (c *client) replyCommandInfo(cmd *command) {
 	c.replyInt(int64(cmd.firstKey))
 	c.replyInt(int64(cmd.lastKey))
 	c.replyInt(int64(cmd.step))
-	var cats []string
-	if cmd.acl != "" {
-		cats = append(cats, "@"+cmd.acl)
-	}
-	if cmd.has(fWrite) {
-		cats = append(cats, "@write")
-	}
-	if cmd.has(fReadonly) {
-		cats = append(cats, "@read")
-	}
-	if cmd.has(fFast) {
-		cats = append(cats, "@fast")
-	} else {
-		cats = append(cats, "@slow")
-	}
-	if cmd.has(fAdmin) {
-		cats = append(cats, "@admin", "@dangerous")
-	}
+	cats := cmd.aclCategories()
 	c.replySet(len(cats))
 	for _, a := range cats {
-		c.replyStatus(a)
+		c.replyStatus("@" + a)
 	}
-	c.replySet(0) // tips
-	c.replyArray(0)
+	tips := commandTips[cmd.name]
+	c.replySet(len(tips))
+	for _, tip := range tips {
+		c.replyBulkString(tip)
+	}
+	c.replySet(0) // key specs
 	subs := sortedSubs(cmd)
-	c.replyArray(len(subs))
+	if len(subs) == 0 {
+		c.replySet(0) // as Redis: a set when empty, else an array
+	} else {
+		c.replyArray(len(subs))
+	}
 	for _, sub := range subs {
 		c.replyCommandInfo(sub)
 	}
@@ -790,14 +782,7 @@ func (c *client) replyCommandDoc(cmd *command) {
 	c.replyBulkString("since")
 	c.replyBulkString("1.0.0")
 	c.replyBulkString("group")
-	group := cmd.acl
-	switch group {
-	case "keyspace":
-		group = "generic"
-	case "", "admin", "dangerous":
-		group = "server"
-	}
-	c.replyBulkString(group)
+	c.replyBulkString(cmd.docGroup())
 	if len(subs) > 0 {
 		c.replyBulkString("subcommands")
 		c.replyMap(len(subs))
@@ -822,8 +807,10 @@ func cmdCommandList(c *client, args [][]byte) {
 				cat := strings.ToLower(string(args[4]))
 				var names []string
 				for _, cmd := range c.s.cmds.list {
-					if cmd.acl == cat {
-						names = append(names, cmd.name)
+					for _, x := range append([]*command{cmd}, sortedSubs(cmd)...) {
+						if slices.Contains(x.aclCategories(), cat) {
+							names = append(names, x.name)
+						}
 					}
 				}
 				c.replyArray(len(names))

@@ -255,4 +255,7 @@
 //   - Invalidations for a RESP2 REDIRECT target are not sent (that needs
 //     Pub/Sub on the target connection).
 //   - There is one user, "default" (no ACL).
+//   - COMMAND INFO gives Redis's flags, ACL categories and tips but no key
+//     specs; COMMAND DOCS gives the group but no summary, arguments or
+//     history; COMMAND GETKEYSANDFLAGS is not served.
 package redis

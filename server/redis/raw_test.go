@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -579,4 +580,44 @@ func TestConfigSetNumbers(t *testing.T) {
 	c.do(cmd("CONFIG", "GET", "slowlog-max-len"), get("slowlog-max-len", "2147483648"))
 	c.do(cmd("CONFIG", "GET", "TimeOut", "tim*"), get("TimeOut", "0"))
 	c.do(cmd("CONFIG", "GET", `time\out`), "*0\r\n")
+}
+
+// TestCommandInfoAsRedis checks COMMAND INFO of commands without key
+// specs byte for byte against Redis 7.4's replies: the flags Redis shows
+// (not sentinel, protected or touches_arbitrary_keys) in its order, the
+// ACL categories, explicit and implied, in the order of Redis's category
+// table, the tips, and RESP3 sets for empty key specs and subcommands.
+// COMMAND LIST FILTERBY ACLCAT and COMMAND DOCS's group follow the same
+// categories.
+func TestCommandInfoAsRedis(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial()
+	c.do(cmd("COMMAND", "INFO", "keys", "save", "client|list"), "*3\r\n"+
+		"*10\r\n$4\r\nkeys\r\n:2\r\n*1\r\n+readonly\r\n:0\r\n:0\r\n:0\r\n*4\r\n+@keyspace\r\n+@read\r\n+@slow\r\n+@dangerous\r\n"+
+		"*2\r\n$25\r\nrequest_policy:all_shards\r\n$29\r\nnondeterministic_output_order\r\n*0\r\n*0\r\n"+
+		"*10\r\n$4\r\nsave\r\n:1\r\n*4\r\n+admin\r\n+noscript\r\n+no_async_loading\r\n+no_multi\r\n:0\r\n:0\r\n:0\r\n"+
+		"*3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n*0\r\n*0\r\n*0\r\n"+
+		"*10\r\n$11\r\nclient|list\r\n:-2\r\n*4\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"+
+		"*4\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n+@connection\r\n*1\r\n$23\r\nnondeterministic_output\r\n*0\r\n*0\r\n")
+	c.send(cmd("HELLO", "3"))
+	for c.readLine() != "*0\r\n" {
+	}
+	c.do(cmd("COMMAND", "INFO", "ping"), "*1\r\n*10\r\n$4\r\nping\r\n:-1\r\n~1\r\n+fast\r\n:0\r\n:0\r\n:0\r\n"+
+		"~2\r\n+@fast\r\n+@connection\r\n~2\r\n$25\r\nrequest_policy:all_shards\r\n$29\r\nresponse_policy:all_succeeded\r\n~0\r\n~0\r\n")
+	c.send(cmd("COMMAND", "LIST", "FILTERBY", "ACLCAT", "dangerous"))
+	n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(c.readLine(), "*")))
+	got := map[string]bool{}
+	for range n {
+		c.readLine()
+		got[strings.TrimSpace(c.readLine())] = true
+	}
+	for _, want := range []string{"keys", "flushall", "lastsave", "swapdb", "info", "client|kill", "config|get"} {
+		if !got[want] {
+			t.Errorf("COMMAND LIST FILTERBY ACLCAT dangerous: %v lacks %q", got, want)
+		}
+	}
+	if got["get"] || got["client|id"] {
+		t.Errorf("COMMAND LIST FILTERBY ACLCAT dangerous: %v", got)
+	}
+	c.do(cmd("COMMAND", "DOCS", "flushall"), "%1\r\n$8\r\nflushall\r\n%3\r\n$7\r\nsummary\r\n$0\r\n\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n")
 }

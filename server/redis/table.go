@@ -28,15 +28,118 @@ const (
 	fNoAsyncLoading
 )
 
+// flagNames are the flags COMMAND INFO shows, in Redis's order. Redis
+// hides sentinel, protected and touches_arbitrary_keys, so they are not
+// listed.
 var flagNames = []struct {
 	bit  int
 	name string
 }{
 	{fWrite, "write"}, {fReadonly, "readonly"}, {fDenyOOM, "denyoom"}, {fAdmin, "admin"},
-	{fNoScript, "noscript"}, {fLoading, "loading"}, {fStale, "stale"}, {fFast, "fast"},
-	{fNoAuth, "no_auth"}, {fNoMulti, "no_multi"}, {fSkipSlowlog, "skip_slowlog"},
-	{fAllowBusy, "allow_busy"}, {fSentinel, "sentinel"}, {fProtected, "protected"},
-	{fTouchesArbitraryKeys, "touches_arbitrary_keys"}, {fNoAsyncLoading, "no_async_loading"},
+	{fNoScript, "noscript"}, {fLoading, "loading"}, {fStale, "stale"},
+	{fSkipSlowlog, "skip_slowlog"}, {fFast, "fast"}, {fNoAuth, "no_auth"},
+	{fNoAsyncLoading, "no_async_loading"}, {fNoMulti, "no_multi"}, {fAllowBusy, "allow_busy"},
+}
+
+// aclCategoryOrder is Redis's table of ACL categories, in the order
+// COMMAND INFO lists a command's categories.
+var aclCategoryOrder = []string{"keyspace", "read", "write", "set", "sortedset", "list", "hash",
+	"string", "bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow",
+	"blocking", "dangerous", "connection", "transaction", "scripting"}
+
+// aclCategories returns the command's ACL categories in Redis's order:
+// its own (acl) and those its flags imply, as Redis's
+// setImplicitACLCategories adds them.
+func (cmd *command) aclCategories() []string {
+	has := map[string]bool{}
+	for _, a := range strings.Fields(cmd.acl) {
+		has[a] = true
+	}
+	if cmd.has(fWrite) {
+		has["write"] = true
+	}
+	if cmd.has(fReadonly) {
+		has["read"] = true
+	}
+	if cmd.has(fAdmin) {
+		has["admin"], has["dangerous"] = true, true
+	}
+	if cmd.has(fFast) {
+		has["fast"] = true
+	} else {
+		has["slow"] = true
+	}
+	var cats []string
+	for _, a := range aclCategoryOrder {
+		if has[a] {
+			cats = append(cats, a)
+		}
+	}
+	return cats
+}
+
+// commandTips are the tips COMMAND INFO shows for a command, as in Redis.
+var commandTips = map[string][]string{
+	"client|info":      {"nondeterministic_output"},
+	"client|list":      {"nondeterministic_output"},
+	"client|setinfo":   {"request_policy:all_nodes", "response_policy:all_succeeded"},
+	"client|setname":   {"request_policy:all_nodes", "response_policy:all_succeeded"},
+	"command":          {"nondeterministic_output_order"},
+	"command|docs":     {"nondeterministic_output_order"},
+	"command|info":     {"nondeterministic_output_order"},
+	"command|list":     {"nondeterministic_output_order"},
+	"config|resetstat": {"request_policy:all_nodes", "response_policy:all_succeeded"},
+	"config|rewrite":   {"request_policy:all_nodes", "response_policy:all_succeeded"},
+	"config|set":       {"request_policy:all_nodes", "response_policy:all_succeeded"},
+	"dbsize":           {"request_policy:all_shards", "response_policy:agg_sum"},
+	"del":              {"request_policy:multi_shard", "response_policy:agg_sum"},
+	"exists":           {"request_policy:multi_shard", "response_policy:agg_sum"},
+	"flushall":         {"request_policy:all_shards", "response_policy:all_succeeded"},
+	"flushdb":          {"request_policy:all_shards", "response_policy:all_succeeded"},
+	"info":             {"nondeterministic_output", "request_policy:all_shards", "response_policy:special"},
+	"keys":             {"request_policy:all_shards", "nondeterministic_output_order"},
+	"lastsave":         {"nondeterministic_output"},
+	"mget":             {"request_policy:multi_shard"},
+	"mset":             {"request_policy:multi_shard", "response_policy:all_succeeded"},
+	"object|encoding":  {"nondeterministic_output"},
+	"object|freq":      {"nondeterministic_output"},
+	"object|idletime":  {"nondeterministic_output"},
+	"object|refcount":  {"nondeterministic_output"},
+	"ping":             {"request_policy:all_shards", "response_policy:all_succeeded"},
+	"pttl":             {"nondeterministic_output"},
+	"randomkey":        {"request_policy:all_shards", "response_policy:special", "nondeterministic_output"},
+	"scan":             {"nondeterministic_output", "request_policy:special", "response_policy:special"},
+	"slowlog|get":      {"request_policy:all_nodes", "nondeterministic_output"},
+	"slowlog|len":      {"request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"},
+	"slowlog|reset":    {"request_policy:all_nodes", "response_policy:all_succeeded"},
+	"time":             {"nondeterministic_output"},
+	"touch":            {"request_policy:multi_shard", "response_policy:agg_sum"},
+	"ttl":              {"nondeterministic_output"},
+	"unlink":           {"request_policy:multi_shard", "response_policy:agg_sum"},
+}
+
+// docGroup returns the group COMMAND DOCS gives the command: Redis's
+// group where it differs from what the command's first ACL category
+// suggests.
+func (cmd *command) docGroup() string {
+	switch top, _, _ := strings.Cut(cmd.name, "|"); top {
+	case "command", "dbsize", "flushall", "flushdb", "swapdb":
+		return "server"
+	case "client":
+		return "connection"
+	case "object":
+		return "generic"
+	}
+	first, _, _ := strings.Cut(cmd.acl, " ")
+	switch first {
+	case "keyspace":
+		return "generic"
+	case "transaction":
+		return "transactions"
+	case "string", "connection":
+		return first
+	}
+	return "server"
 }
 
 type cmdFunc func(c *client, args [][]byte)
@@ -50,7 +153,7 @@ type command struct {
 	firstKey int
 	lastKey  int
 	step     int
-	acl      string // the ACL category, "@string" style, without the "@"
+	acl      string // its own ACL categories (not those its flags imply), space-separated, without "@"
 	fn       cmdFunc
 	sub      map[string]*command
 	parent   *command
@@ -188,7 +291,7 @@ func commandSpecs() []spec {
 		nk("auth", -2, cx|fFast|fNoAuth|fSentinel|fAllowBusy, "connection", cmdAuth),
 		nk("select", 2, fLoading|fStale|fFast, "connection", cmdSelect),
 		nk("reset", 1, cx|fFast|fNoAuth|fAllowBusy, "connection", cmdReset),
-		{name: "client", arity: -2, flags: fSentinel, acl: "connection", subcmd: []spec{
+		{name: "client", arity: -2, flags: fSentinel, subcmd: []spec{
 			nk("caching", 3, cx|fSentinel, "connection", cmdClientCaching),
 			nk("getname", 2, cx|fSentinel, "connection", cmdClientGetname),
 			nk("getredir", 2, cx|fSentinel, "connection", cmdClientGetredir),
@@ -249,16 +352,16 @@ func commandSpecs() []spec {
 		{name: "rename", arity: 3, flags: fWrite, first: 1, last: 2, step: 1, acl: "keyspace", fn: cmdRename},
 		{name: "renamenx", arity: 3, flags: wf, first: 1, last: 2, step: 1, acl: "keyspace", fn: cmdRenamenx},
 		{name: "copy", arity: -3, flags: wdf, first: 1, last: 2, step: 1, acl: "keyspace", fn: cmdCopy},
-		nk("keys", 2, fReadonly, "keyspace", cmdKeys),
+		nk("keys", 2, fReadonly, "keyspace dangerous", cmdKeys),
 		nk("scan", -2, fReadonly|fTouchesArbitraryKeys, "keyspace", cmdScan),
 		nk("randomkey", 1, fReadonly|fTouchesArbitraryKeys, "keyspace", cmdRandomkey),
 		nk("dbsize", 1, rf, "keyspace", cmdDbsize),
-		nk("flushdb", -1, fWrite, "keyspace", cmdFlushdb),
-		nk("flushall", -1, fWrite, "keyspace", cmdFlushall),
+		nk("flushdb", -1, fWrite, "keyspace dangerous", cmdFlushdb),
+		nk("flushall", -1, fWrite, "keyspace dangerous", cmdFlushall),
 		kall("touch", -2, rf, "keyspace", cmdTouch),
 		k1("move", 3, wf, "keyspace", cmdMove),
-		nk("swapdb", 3, wf, "keyspace", cmdSwapdb),
-		{name: "object", arity: -2, acl: "keyspace", subcmd: []spec{
+		nk("swapdb", 3, wf, "keyspace dangerous", cmdSwapdb),
+		{name: "object", arity: -2, subcmd: []spec{
 			{name: "encoding", arity: 3, flags: fReadonly, first: 2, last: 2, step: 1, acl: "keyspace", fn: cmdObjectEncoding},
 			{name: "freq", arity: 3, flags: fReadonly, first: 2, last: 2, step: 1, acl: "keyspace", fn: cmdObjectFreq},
 			nk("help", 2, fLoading|fStale, "keyspace", cmdObjectHelp),
@@ -291,7 +394,7 @@ func commandSpecs() []spec {
 			nk("list", -2, fLoading|fStale|fSentinel, "connection", cmdCommandList),
 		}},
 		nk("time", 1, fLoading|fStale|fFast, "", cmdTime),
-		nk("lastsave", 1, fLoading|fStale|fFast, "admin", cmdLastsave),
+		nk("lastsave", 1, fLoading|fStale|fFast, "admin dangerous", cmdLastsave),
 		nk("save", 1, fNoAsyncLoading|fAdmin|fNoScript|fNoMulti, "", cmdSave),
 		nk("bgsave", -1, fNoAsyncLoading|fAdmin|fNoScript, "", cmdBgsave),
 		nk("bgrewriteaof", 1, fNoAsyncLoading|fAdmin|fNoScript, "", cmdBgrewriteaof),
