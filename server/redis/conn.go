@@ -72,6 +72,7 @@ type client struct {
 	db           int
 	authed       bool
 	multi        *multiState
+	execN        int      // while EXEC runs: how many commands it runs, else -1
 	tx           *txState // an open CSK.BEGIN transaction
 	watches      []watchRec
 	watchTouched atomic.Bool   // a commit changed a WATCHed key
@@ -136,6 +137,7 @@ func newClient(s *Server, nc net.Conn) *client {
 		nc:       nc,
 		id:       s.nextID.Add(1),
 		proto:    2,
+		execN:    -1,
 		created:  time.Now(),
 		pushWake: make(chan struct{}, 1),
 		done:     make(chan struct{}),
@@ -637,6 +639,7 @@ func (c *client) dispatch(args [][]byte) {
 	}
 	if c.multi != nil && !isTxControl(cmd) {
 		c.multi.queue(cmd, args)
+		c.syncInfo()
 		c.out = resp.AppendSimpleString(c.out, "QUEUED")
 		return
 	}

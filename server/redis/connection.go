@@ -297,8 +297,13 @@ func (c *client) syncInfo() {
 	c.imu.Lock()
 	c.inf = clientInfo{db: c.db, proto: c.proto, multi: -1, watch: len(c.watches),
 		tracking: c.trk.on, bcast: c.trk.bcast, redir: -1}
-	if c.multi != nil {
+	switch {
+	case c.multi != nil:
 		c.inf.multi = len(c.multi.cmds)
+	case c.execN >= 0:
+		// As Redis: during EXEC the client is still in MULTI, its
+		// watches already dropped.
+		c.inf.multi, c.inf.watch = c.execN, 0
 	}
 	if c.trk.on {
 		c.inf.redir = c.trk.redirect

@@ -107,6 +107,7 @@ func (c *client) unwatchAll() {
 	}
 	c.watches = c.watches[:0]
 	c.watchTouched.Store(false)
+	c.syncInfo()
 }
 
 func cmdMulti(c *client, args [][]byte) {
@@ -154,11 +155,13 @@ func cmdWatch(c *client, args [][]byte) {
 		if err == nil {
 			ver = info.Version
 		} else if !errors.Is(err, caskade.ErrNotFound) {
+			c.syncInfo()
 			c.replyDBError(err)
 			return
 		}
 		c.watches[len(c.watches)-1].ver = ver
 	}
+	c.syncInfo()
 	c.replyOK()
 }
 
@@ -202,11 +205,15 @@ func cmdExec(c *client, args [][]byte) {
 		return
 	}
 	m := c.multi
+	c.execN = len(m.cmds)
 	c.setMulti(nil)
 	// The WATCHes stay registered until EXEC ends, so that a change
 	// during a retry below still counts.
 	watches := append([]watchRec(nil), c.watches...)
-	defer c.unwatchAll()
+	defer func() {
+		c.execN = -1
+		c.unwatchAll()
+	}()
 	if m.dirty {
 		c.replyErr("EXECABORT Transaction discarded because of previous errors.")
 		return

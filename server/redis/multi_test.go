@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -303,4 +304,50 @@ func TestWatchKeyExpiredBeforeWatch(t *testing.T) {
 	c.do(cmd("MULTI"), "+OK\r\n")
 	c.do(cmd("SET", "x", "1"), "+QUEUED\r\n")
 	c.do(cmd("EXEC"), "*1\r\n+OK\r\n")
+}
+
+// TestClientListMultiWatch checks CLIENT LIST's multi= and watch= fields
+// as Redis keeps them: the commands queued so far, the keys watched now,
+// and during EXEC the MULTI state (flags x, multi= the commands run) with
+// no watches left.
+func TestClientListMultiWatch(t *testing.T) {
+	ts := startServer(t, nil)
+	a, b := ts.dial(), ts.dial()
+	// The fields of a's line (the first) of CLIENT LIST, sent on c.
+	fields := func(c *rawConn) string {
+		c.send(cmd("CLIENT", "LIST"))
+		c.readLine() // the bulk string's header
+		line := c.readLine()
+		c.readLine() // b's line
+		c.readLine() // the bulk string's end
+		var out []string
+		for _, f := range strings.Fields(line) {
+			if strings.HasPrefix(f, "flags=") || strings.HasPrefix(f, "multi=") || strings.HasPrefix(f, "watch=") {
+				out = append(out, f)
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	a.do(cmd("CLIENT", "SETNAME", "a"), "+OK\r\n")
+	a.do(cmd("WATCH", "x", "y"), "+OK\r\n")
+	if got := fields(b); got != "flags=N multi=-1 watch=2" {
+		t.Fatalf("after WATCH x y: %s", got)
+	}
+	a.do(cmd("MULTI"), "+OK\r\n")
+	a.do(cmd("SET", "x", "1"), "+QUEUED\r\n")
+	a.do(cmd("CLIENT", "INFO"), "+QUEUED\r\n")
+	if got := fields(b); got != "flags=x multi=2 watch=2" {
+		t.Fatalf("in MULTI: %s", got)
+	}
+	a.send(cmd("EXEC"))
+	a.expect("*2\r\n+OK\r\n")
+	a.readLine()
+	info := a.readLine()
+	if !strings.Contains(info, " flags=x ") || !strings.Contains(info, " multi=2 watch=0 ") {
+		t.Fatalf("CLIENT INFO in EXEC: %s", info)
+	}
+	a.readLine()
+	if got := fields(b); got != "flags=N multi=-1 watch=0" {
+		t.Fatalf("after EXEC: %s", got)
+	}
 }
