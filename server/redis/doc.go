@@ -255,6 +255,10 @@
 //   - Invalidations for a RESP2 REDIRECT target are not sent (that needs
 //     Pub/Sub on the target connection).
 //   - There is one user, "default" (no ACL).
+//   - A command has at most 1,048,576 arguments (resp.DefaultMaxArgs);
+//     a larger multibulk count is a protocol error that closes the
+//     connection, where Redis takes any count its query buffer holds. An
+//     MSET or DEL of more keys than that must be split.
 //   - COMMAND INFO gives Redis's flags, ACL categories and tips but no key
 //     specs; COMMAND DOCS gives the group but no summary, arguments or
 //     history; COMMAND GETKEYSANDFLAGS is not served.
