@@ -230,6 +230,7 @@ type fileResult struct {
 	info     segment.HintInfo
 	size     int64 // valid length of the data file
 	torn     int64
+	hole     int64 // where a page that never reached the disk made the newest file's tail torn (0: none)
 	damage   []segment.Damage
 	fromHint bool
 	removed  bool // an empty newest file that was deleted
@@ -356,7 +357,7 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool) fileResult {
 		res.err = corruption(err)
 		return res
 	}
-	res.torn, res.damage, res.size = sr.Torn, sr.Damage, sr.End
+	res.torn, res.hole, res.damage, res.size = sr.Torn, sr.Hole, sr.Damage, sr.End
 	if len(sr.Damage) > 0 {
 		res.size = int64(len(b))
 	}
@@ -384,11 +385,16 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool) fileResult {
 			res.err = err
 			return res
 		}
-		if len(bytes.TrimRight(b[res.size:], "\x00")) == 0 {
+		switch {
+		case res.hole > 0:
+			db.opts.Logger.Warn("caskade: cut the newest data file at a page of zeros that never reached the disk; "+
+				"the records after it were written after the last sync", "file", dataPath, "offset", res.size,
+				"page", res.hole, "bytes", res.torn)
+		case len(bytes.TrimRight(b[res.size:], "\x00")) == 0:
 			// Space allocated ahead of the appends, left by a crash.
 			db.opts.Logger.Info("caskade: cut the unwritten space after the last record of the newest data file",
 				"file", dataPath, "offset", res.size, "bytes", res.torn)
-		} else {
+		default:
 			db.opts.Logger.Warn("caskade: cut torn tail of the newest data file", "file", dataPath,
 				"offset", res.size, "bytes", res.torn)
 		}

@@ -3,6 +3,7 @@ package segment
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -327,5 +328,42 @@ func TestWriteBehindMapped(t *testing.T) {
 		if err != nil || r.Value[0] != byte(i) || r.Value[699] != byte(i>>8) || r.Version != uint64(i+1) {
 			t.Fatalf("record %d at %d: %v", i, off, err)
 		}
+	}
+}
+
+// A whole page of zeros before valid records in the newest file is a page
+// that never reached the disk (writeback stores the pages of unsynced
+// appends in any order): ScanTail cuts the file before it, since every
+// record after it was written after the last sync. Zeros that fill no
+// whole aligned page are still damage, and ScanStrict accepts no hole.
+func TestScanTailHole(t *testing.T) {
+	b := record.AppendFileHeader(nil)
+	var ends []int64
+	for i := 0; len(b) < 5*holePage; i++ {
+		b = record.AppendRecord(b, record.KindPut, true, uint64(i+1), 0, 0, fmt.Appendf(nil, "key%04d", i), bytes.Repeat([]byte("v"), 100))
+		ends = append(ends, int64(len(b)))
+	}
+	for _, page := range []int64{holePage, 2 * holePage, 3 * holePage} {
+		withHole := bytes.Clone(b)
+		clear(withHole[page : page+holePage])
+		res, err := ScanData(withHole, "f", ScanTail, record.Limits{})
+		var want int64
+		for _, e := range ends {
+			if e <= page {
+				want = e
+			}
+		}
+		if err != nil || res.End != want || res.Hole != page || res.Torn != int64(len(b))-want {
+			t.Fatalf("hole at %d: end %d hole %d torn %d, %v; want end %d", page, res.End, res.Hole, res.Torn, err, want)
+		}
+		if _, err := ScanData(withHole, "f", ScanStrict, record.Limits{}); err == nil {
+			t.Fatalf("hole at %d: a strict scan accepted it", page)
+		}
+	}
+	// 4000 zeros across a page boundary cover no whole page: damage.
+	partial := bytes.Clone(b)
+	clear(partial[2*holePage-2000 : 2*holePage+2000])
+	if _, err := ScanData(partial, "f", ScanTail, record.Limits{}); err == nil {
+		t.Fatal("zeros that fill no whole page were cut as a hole")
 	}
 }

@@ -49,6 +49,10 @@ type ScanResult struct {
 	MaxVersion uint64
 	// Torn is the number of bytes after End that a ScanTail scan dropped.
 	Torn int64
+	// Hole, if not 0, is where a ScanTail scan found a page of zeros
+	// before valid records (see zeroPage): the tail it dropped from End on
+	// holds records, which were never synced.
+	Hole int64
 	// Damage lists the ranges a ScanSalvage scan skipped.
 	Damage []Damage
 }
@@ -100,6 +104,10 @@ func scanData(b []byte, path string, mode ScanMode, lim record.Limits, emit func
 					res.End, res.Torn = committed, int64(len(b))-committed
 					return res, nil
 				}
+				if hole := zeroPage(b, off, next); hole >= 0 {
+					res.End, res.Torn, res.Hole = committed, int64(len(b))-committed, hole
+					return res, nil
+				}
 				return res, corrupt(off, err)
 			case ScanStrict:
 				return res, corrupt(off, err)
@@ -145,6 +153,26 @@ func scanData(b []byte, path string, mode ScanMode, lim record.Limits, emit func
 	}
 	res.End = committed
 	return res, nil
+}
+
+// holePage is the granularity at which the page cache writes a file back.
+const holePage = 4096
+
+// zeroPage returns the offset of the first whole, aligned page of zeros in
+// b[from:to], or -1. Damage in the newest file followed by valid records
+// is a hole, not rot, when it holds such a page: writeback may store the
+// pages of an unsynced append in any order, so a power cut can keep later
+// ones and lose an earlier one (read back as zeros), and every record
+// after a lost page was written after the last sync, since a sync makes
+// every page before it durable. A flipped bit or a torn sector never
+// zeroes a whole page.
+func zeroPage(b []byte, from, to int64) int64 {
+	for p := (from + holePage - 1) / holePage * holePage; p+holePage <= to; p += holePage {
+		if len(bytes.TrimLeft(b[p:p+holePage], "\x00")) == 0 {
+			return p
+		}
+	}
+	return -1
 }
 
 // nextValid returns the first offset >= from at which a whole, valid record
