@@ -752,3 +752,25 @@ func TestReopenWithSmallerLimits(t *testing.T) {
 		t.Fatalf("check with smaller limits: %+v %v", rep, err)
 	}
 }
+
+// A read that fails with an I/O error reports that error, not corrupt
+// data: the record may be sound, and the next read may succeed.
+func TestReadIOErrorIsNotCorruption(t *testing.T) {
+	efs := errorfs.New(vfs.NewMem())
+	db, err := Open("/db", &Options{FS: efs, ExpiryPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Set([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	efs.Inject(errorfs.OpRead, syscall.EIO)
+	_, err = db.Get([]byte("k"))
+	var ce *CorruptionError
+	if !errors.Is(err, syscall.EIO) || errors.As(err, &ce) {
+		t.Fatalf("Get with a failing read: %v, want EIO and no CorruptionError", err)
+	}
+	efs.Reset()
+	mustGet(t, db, "k", "v")
+}

@@ -503,7 +503,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, o
 // lengths the caller knows. The returned record's Key and Value alias
 // *scratch (grown as needed) when scratch is not nil, and a new buffer
 // otherwise; either way the caller owns them. Damage is reported as a
-// *CorruptError.
+// *CorruptError, a failed read as the I/O error it is.
 //
 // The caller must hold a reference (Acquire) for the duration of the call.
 func (f *File) ReadRecord(off int64, klen, vlen uint32, lim record.Limits, scratch *[]byte) (record.Record, error) {
@@ -522,9 +522,11 @@ func (f *File) ReadRecord(off int64, klen, vlen uint32, lim record.Limits, scrat
 	buf := grow(scratch, int(n))
 	if _, err := f.f.ReadAt(buf, off); err != nil {
 		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+			// The key directory points past the end: that is damage.
+			return record.Record{}, &CorruptError{Path: f.Path, Offset: off, Err: io.ErrUnexpectedEOF}
 		}
-		return record.Record{}, &CorruptError{Path: f.Path, Offset: off, Err: err}
+		// An I/O error (EIO, say) is not corrupt data: it may pass.
+		return record.Record{}, fmt.Errorf("read %s at offset %d: %w", f.Path, off, err)
 	}
 	r, err := record.Decode(buf, lim)
 	if err == nil && (r.KeyLen != klen || r.ValLen != vlen) {
