@@ -130,7 +130,7 @@ func (db *DB) backup(ctx context.Context, dst string, opts *BackupOptions) (st B
 			to := filepath.Join(dst, name)
 			size := f.Size()
 			linked := false
-			if o.Link {
+			if o.Link && (name != segment.DataName(id) || exactSize(db.fs, src, size)) {
 				linked = db.fs.Link(src, to) == nil
 			}
 			if !linked {
@@ -417,4 +417,13 @@ func writeFileAtomic(fsys vfs.FS, dir, name string, b []byte) error {
 		return err
 	}
 	return fsys.SyncDir(dir)
+}
+
+// exactSize reports whether the file at path is size bytes long. A data
+// file longer than its valid size holds a torn tail that a read-only
+// database left in place: a hard link would share it, and opening the
+// backup would cut it from the source's file too, so it is copied instead.
+func exactSize(fs vfs.FS, path string, size int64) bool {
+	fi, err := fs.Stat(path)
+	return err == nil && fi.Size() == size
 }

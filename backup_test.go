@@ -237,3 +237,42 @@ func TestBackupFailureCleansUp(t *testing.T) {
 		})
 	}
 }
+
+// A read-only database keeps a torn tail it found in its newest file (it
+// writes nothing), so a hard-linked backup would share that tail: opening
+// the backup would cut the source's file too. Backup copies such a file.
+func TestBackupLinkSkipsTornFile(t *testing.T) {
+	dir, backupDir := t.TempDir(), filepath.Join(t.TempDir(), "b")
+	db := openTest(t, dir, &Options{ExpiryPeriod: -1})
+	for i := range 10 {
+		if err := db.Set(fmt.Appendf(nil, "k%d", i), []byte("value")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	data := filepath.Join(dir, segment.DataName(1))
+	os.Remove(filepath.Join(dir, segment.HintName(1)))
+	f, err := os.OpenFile(data, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("torn record"))
+	f.Close()
+	before, _ := os.Stat(data)
+
+	ro := openTest(t, dir, &Options{ReadOnly: true, ExpiryPeriod: -1})
+	st, err := ro.Backup(context.Background(), backupDir, &BackupOptions{Link: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro.Close()
+	if st.Linked != 0 {
+		t.Fatalf("the file with a torn tail was linked: %+v", st)
+	}
+	b := openTest(t, backupDir, &Options{ExpiryPeriod: -1})
+	mustGet(t, b, "k9", "value")
+	b.Close()
+	if after, _ := os.Stat(data); after.Size() != before.Size() {
+		t.Fatalf("opening the backup changed the source's file: %d bytes, was %d", after.Size(), before.Size())
+	}
+}
