@@ -257,10 +257,16 @@ func (d *dconn) readRepliesOwed(ctx context.Context, n int, timeout time.Duratio
 		}
 	}()
 	for d.skip > 0 {
-		if err := d.armRead(ctx, d.cl.opt.ReadTimeout); err != nil {
-			return err
+		err := d.armRead(ctx, d.cl.opt.ReadTimeout)
+		if err == nil {
+			_, err = d.next(ctx)
 		}
-		if _, err := d.next(ctx); err != nil {
+		if err != nil {
+			if d.err == nil && skipOwed {
+				// The replies to discard are still owed, and this call's
+				// come after them: discard those as well.
+				d.skip += n
+			}
 			return err
 		}
 		if err := d.rd.SkipValue(); err != nil {
