@@ -17,6 +17,7 @@ type Tx struct {
 	d     *dconn
 	c     *Client
 	execd bool // EXEC or DISCARD ended the WATCH
+	multi bool // Do opened MULTI, not yet ended by EXEC or DISCARD
 }
 
 // Do sends a command on the transaction's connection.
@@ -26,10 +27,9 @@ func (tx *Tx) Do(ctx context.Context, args ...any) (Value, error) {
 		return Value{}, err
 	}
 	var buf [16]byte
-	switch string(lowerName(buf[:], argName(args[0]))) {
-	case "exec", "discard", "unwatch":
-		tx.execd = true
-	case "multi", "watch":
+	name := string(lowerName(buf[:], argName(args[0])))
+	switch name {
+	case "exec", "discard", "unwatch", "multi", "watch":
 	default:
 		if classify(args) == classStateful {
 			tx.d.dirty = true
@@ -38,6 +38,22 @@ func (tx *Tx) Do(ctx context.Context, args ...any) (Value, error) {
 	res, err := tx.d.roundTrip(ctx, cmd, classify(args) == classBlocking)
 	if err != nil {
 		return Value{}, err
+	}
+	switch name {
+	case "multi":
+		if res.err == nil {
+			tx.multi = true
+		}
+	case "exec", "discard":
+		// Inside MULTI they end it and the WATCH, whatever their reply;
+		// outside they fail and change nothing.
+		if tx.multi {
+			tx.multi, tx.execd = false, true
+		}
+	case "unwatch":
+		if !tx.multi { // inside MULTI it is only queued
+			tx.execd = true
+		}
 	}
 	return res.val, res.err
 }
@@ -140,8 +156,16 @@ func (c *Client) watchOnce(ctx context.Context, d *dconn, fn func(tx *Tx) error,
 			d.dirty = true // still watching: never reuse
 			panic(p)
 		}
-		if !tx.execd && d.err == nil {
-			if _, uerr := d.roundTrip(ctx, resp.AppendCommandString(nil, "UNWATCH"), false); uerr != nil {
+		if (!tx.execd || tx.multi) && d.err == nil {
+			// End the WATCH, and a MULTI that fn opened with Do and left
+			// open: inside it UNWATCH would only be queued, and the
+			// connection would go back to the pool in MULTI.
+			end := "UNWATCH"
+			if tx.multi {
+				end = "DISCARD"
+			}
+			res, uerr := d.roundTrip(ctx, resp.AppendCommandString(nil, end), false)
+			if uerr != nil || res.err != nil {
 				d.dirty = true
 			}
 		}
