@@ -19,6 +19,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -492,11 +493,19 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 	log.Info("caskade: shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// The front ends stop together: one after the other, a client of one
+	// that does not read its replies would keep the others accepting
+	// clients and running commands until the deadline, and then leave
+	// them no time to finish theirs.
+	var stopping sync.WaitGroup
 	for _, sd := range []func(context.Context) error{srv.Shutdown, mc.Shutdown, web.Shutdown} {
-		if err := sd(sctx); err != nil {
-			log.Warn("caskade: connections still open at the shutdown deadline were closed", "err", err)
-		}
+		stopping.Go(func() {
+			if err := sd(sctx); err != nil {
+				log.Warn("caskade: connections still open at the shutdown deadline were closed", "err", err)
+			}
+		})
 	}
+	stopping.Wait()
 	if cfg.redisSocket != "" {
 		os.Remove(cfg.redisSocket)
 	}
