@@ -359,7 +359,7 @@ func (s *Server) keyspace(st caskade.Stats) []keyspaceStat {
 			if !info.ExpiresAt.IsZero() {
 				otherExp++
 			}
-			if !valid || db >= s.Databases {
+			if !valid || db >= s.databases {
 				continue
 			}
 			if db != cur.db {
@@ -525,7 +525,7 @@ var configParams = []configParam{
 		set: func(s *Server, v string) string {
 			return setInt(v, 0, math.MaxInt64, func(n int64) { s.cfg.slowlogMaxLen = int(n) })
 		}},
-	{name: "databases", get: func(s *Server) string { return strconv.Itoa(s.Databases) }, immutable: true},
+	{name: "databases", get: func(s *Server) string { return strconv.Itoa(s.databases) }, immutable: true},
 	{name: "appendonly", get: func(s *Server) string { return "yes" }, immutable: true},
 	{name: "appendfsync", get: func(s *Server) string {
 		if s.Sync == caskade.SyncNone {

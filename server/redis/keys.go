@@ -248,7 +248,7 @@ func (c *client) intArg(arg []byte, msg string) (int, bool) {
 	return int(v), true
 }
 
-func (c *client) validDB(db int) bool { return db >= 0 && db < c.s.Databases }
+func (c *client) validDB(db int) bool { return db >= 0 && db < c.s.databases }
 
 func cmdCopy(c *client, args [][]byte) {
 	dstDB, replace := c.db, false

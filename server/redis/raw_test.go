@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -620,4 +621,26 @@ func TestCommandInfoAsRedis(t *testing.T) {
 		t.Errorf("COMMAND LIST FILTERBY ACLCAT dangerous: %v", got)
 	}
 	c.do(cmd("COMMAND", "DOCS", "flushall"), "%1\r\n$8\r\nflushall\r\n%3\r\n$7\r\nsummary\r\n$0\r\n\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n")
+}
+
+// TestServeSeveralListeners serves two listeners at once, as caskade
+// serve does for TCP, unix socket and TLS: Serve for one must not race
+// with the other's setting up of the Server (go test -race).
+func TestServeSeveralListeners(t *testing.T) {
+	ts := startServer(t, nil)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- ts.srv.Serve(l) }()
+	ts.dial().do(cmd("SELECT", "15"), "+OK\r\n")
+	second := &testServer{t: t, addr: l.Addr().String()}
+	c := second.dial()
+	c.do(cmd("SELECT", "15"), "+OK\r\n")
+	c.do(cmd("SELECT", "16"), "-ERR DB index is out of range\r\n")
+	ts.srv.Close()
+	if err := <-served; !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("Serve: %v", err)
+	}
 }

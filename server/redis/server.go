@@ -96,10 +96,11 @@ type Server struct {
 	// Event loops exist on Linux; elsewhere every client has a goroutine.
 	EventLoops int
 
-	initOnce sync.Once
-	cfg      runtimeConfig
-	log      *slog.Logger
-	cmds     *commandTable
+	initOnce  sync.Once
+	databases int // Databases with its default
+	cfg       runtimeConfig
+	log       *slog.Logger
+	cmds      *commandTable
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -195,11 +196,14 @@ func (s *Server) init() {
 		}
 		c.protected = !s.DisableProtectedMode
 		c.publish()
-		if s.Databases <= 0 {
-			s.Databases = DefaultDatabases
+		// Not written back to s.Databases: Serve for another listener
+		// may be reading it (Validate) meanwhile.
+		s.databases = s.Databases
+		if s.databases <= 0 {
+			s.databases = DefaultDatabases
 		}
-		if s.Databases > MaxDatabases {
-			s.Databases = MaxDatabases
+		if s.databases > MaxDatabases {
+			s.databases = MaxDatabases
 		}
 		s.cmds = newCommandTable()
 		if s.Metrics != nil {
