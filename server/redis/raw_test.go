@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -621,6 +622,21 @@ func TestCommandInfoAsRedis(t *testing.T) {
 		t.Errorf("COMMAND LIST FILTERBY ACLCAT dangerous: %v", got)
 	}
 	c.do(cmd("COMMAND", "DOCS", "flushall"), "%1\r\n$8\r\nflushall\r\n%3\r\n$7\r\nsummary\r\n$0\r\n\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n")
+}
+
+// TestServeConnMaxClients: ServeConn applies MaxClients as Serve does.
+func TestServeConnMaxClients(t *testing.T) {
+	ts := startServer(t, func(s *Server) { s.MaxClients = 1 })
+	a := ts.dial()
+	a.do(cmd("PING"), "+PONG\r\n")
+	srvEnd, cliEnd := net.Pipe()
+	defer cliEnd.Close()
+	served := make(chan error, 1)
+	go func() { served <- ts.srv.ServeConn(srvEnd) }()
+	c := &rawConn{t: t, nc: cliEnd, br: bufio.NewReader(cliEnd)}
+	c.expect("-ERR max number of clients reached\r\n")
+	c.expectClosed()
+	<-served
 }
 
 // TestServeSeveralListeners serves two listeners at once, as caskade

@@ -398,6 +398,15 @@ func (s *Server) ServeConn(nc net.Conn) error {
 		nc.Write([]byte(deniedProtectedMode))
 		return nc.Close()
 	}
+	s.cfg.mu.RLock()
+	maxc := s.cfg.maxClients
+	s.cfg.mu.RUnlock()
+	if s.nclients.Load() >= int64(maxc) {
+		s.stats.rejected.Add(1)
+		s.Metrics.ConnRejected(metrics.ProtocolRedis)
+		nc.Write([]byte("-ERR max number of clients reached\r\n"))
+		return nc.Close()
+	}
 	c := newClient(s, nc)
 	s.mu.Lock()
 	if s.closing {
