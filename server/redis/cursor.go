@@ -2,6 +2,7 @@ package redis
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"sync"
 )
 
@@ -12,7 +13,7 @@ import (
 // bytes of the key): id names an entry of a bounded table holding the full
 // key; if the entry is gone (evicted, or the server restarted), the scan
 // resumes at the 4-byte prefix instead, which may return some keys again
-// (SCAN allows duplicates) but never skips one.
+// (SCAN allows duplicates) but does not skip one.
 type scanCursors struct {
 	mu     sync.Mutex
 	nextID uint32
@@ -31,6 +32,12 @@ const scanCursorSlots = 1 << 16
 func (sc *scanCursors) init() {
 	sc.m = map[uint32]cursorEntry{}
 	sc.ring = make([]uint32, scanCursorSlots)
+	// Ids start at a random point: a cursor a client got from an earlier
+	// server (before a restart) would otherwise name an entry of this one
+	// made for another scan, at a key further on with the same prefix,
+	// and its scan would skip the keys in between. Now that takes one of
+	// the ids in use among 2^31, and the same 4-byte prefix.
+	sc.nextID = rand.Uint32N(0x7fffffff)
 }
 
 // save records key (an encoded key) and returns its cursor.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caskade/caskade"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -435,4 +436,53 @@ func TestConcurrentIncr(t *testing.T) {
 	eq(t, "counter", resInt(t, rdb.Get(ctx, "counter")), int64(clients*each))
 	eq(t, "fcounter", resFloat(t, rdb.Get(ctx, "fcounter")), float64(clients*each))
 	eq(t, "log length", res(t, rdb.StrLen(ctx, "log")), int64(clients*each))
+}
+
+// TestScanCursorAcrossRestart continues a SCAN on a new server over the
+// same database, after that server handed out its own cursors: a cursor
+// of the old server must not be taken for one of the new server's (the
+// table's ids start anew), which would resume the scan further on and
+// skip keys. SCAN may return keys again, never miss one.
+func TestScanCursorAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	db, err := caskade.Open(dir, &caskade.Options{Sync: caskade.SyncNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	first := startServerOn(t, db)
+	rdb := first.goRedis(nil)
+	for i := range 100 {
+		res(t, rdb.Set(ctx, fmt.Sprintf("key:%03d", i), i, 0))
+	}
+	seen := map[string]bool{}
+	ks, cursor, err := rdb.Scan(ctx, 0, "", 10).Result()
+	if err != nil || cursor == 0 {
+		t.Fatalf("SCAN: %v %v", cursor, err)
+	}
+	for _, k := range ks {
+		seen[k] = true
+	}
+
+	// A server restarted over the same data, where another client scans.
+	second := startServerOn(t, db)
+	other := second.goRedis(nil)
+	if _, _, err := other.Scan(ctx, 0, "", 50).Result(); err != nil {
+		t.Fatal(err)
+	}
+	rdb2 := second.goRedis(nil)
+	for cursor != 0 {
+		if ks, cursor, err = rdb2.Scan(ctx, cursor, "", 10).Result(); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range ks {
+			seen[k] = true
+		}
+	}
+	for i := range 100 {
+		if k := fmt.Sprintf("key:%03d", i); !seen[k] {
+			t.Fatalf("SCAN continued on the restarted server missed %s", k)
+		}
+	}
 }
