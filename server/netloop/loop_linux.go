@@ -61,6 +61,10 @@ type Conn struct {
 	armed   bool       // waiting for writability instead of input
 	werr    error
 	backlog atomic.Bool // len(wq) > 0
+	// active is when the connection last read data or sent output (Unix
+	// nanoseconds): a peer that takes its replies is not idle, as in
+	// Redis, whose writes to a client count as interaction too.
+	active atomic.Int64
 
 	// Owned by the loop goroutine.
 	events uint32
@@ -76,8 +80,7 @@ type Conn struct {
 	// the bytes left to read comes an end of file that brings no event of
 	// its own; a short read then asks the loop to serve c again (more)
 	// instead of marking it drained, so that its handler reads that end.
-	hup    bool
-	active time.Time // of the last read that returned data
+	hup bool
 
 	// The functions Read and writeSome hand to rc, made once in Wrap, and
 	// their arguments and results: a function literal made at each call
@@ -150,7 +153,7 @@ func Wrap(nc net.Conn) (*Conn, error) {
 // its goroutine.
 func (l *Loop) Attach(c *Conn, h Handler) error {
 	c.h = h
-	c.active = time.Now()
+	c.active.Store(time.Now().UnixNano())
 	l.mu.Lock()
 	if l.stop {
 		l.mu.Unlock()
@@ -315,7 +318,7 @@ func (l *Loop) run() {
 
 		for _, c := range l.turn {
 			if c.events&syscall.EPOLLOUT != 0 {
-				c.drain()
+				c.drain(l.now)
 			}
 			c.events = 0
 			if c.loop.Load() == l {
@@ -352,7 +355,7 @@ func (l *Loop) expire(idle time.Duration) {
 	var old []*Conn
 	l.mu.Lock()
 	for _, s := range l.slots {
-		if s.c != nil && l.now.Sub(s.c.active) >= idle {
+		if s.c != nil && l.now.Sub(time.Unix(0, s.c.active.Load())) >= idle {
 			old = append(old, s.c)
 		}
 	}
@@ -392,7 +395,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	if l := c.loop.Load(); l != nil {
-		c.active = l.now
+		c.active.Store(l.now.UnixNano())
 	}
 	switch {
 	case n == len(p) || c.hup:
@@ -432,6 +435,9 @@ func (c *Conn) Write(p []byte) error {
 	if err != nil {
 		c.werr = err
 		return err
+	}
+	if n > 0 {
+		c.active.Store(time.Now().UnixNano())
 	}
 	if n < len(p) {
 		c.wq = append(c.wq, p[n:]...)
@@ -498,8 +504,9 @@ func (c *Conn) arm(out bool) {
 	}
 }
 
-// drain sends queued output (on the loop, when the socket is writable).
-func (c *Conn) drain() {
+// drain sends queued output (on the loop, when the socket is writable;
+// now is the loop's time).
+func (c *Conn) drain(now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.wq) == 0 || c.werr != nil {
@@ -509,6 +516,9 @@ func (c *Conn) drain() {
 	if err != nil {
 		c.werr = err
 		return
+	}
+	if n > 0 {
+		c.active.Store(now.UnixNano())
 	}
 	c.wq = c.wq[:copy(c.wq, c.wq[n:])]
 	if len(c.wq) == 0 {

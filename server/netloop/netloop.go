@@ -51,8 +51,8 @@ type Handler interface {
 	// attached: the place to write replies, so that those of many
 	// connections leave back to back.
 	EndTurn()
-	// Idle is called when the connection has read nothing for the loop's
-	// idle timeout.
+	// Idle is called when the connection has neither read anything nor
+	// sent any output for the loop's idle timeout.
 	Idle()
 }
 

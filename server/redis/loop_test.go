@@ -463,3 +463,44 @@ func TestLoopBackloggedClientEnds(t *testing.T) {
 	slow()
 	wiretest.ShutdownAtDeadline(t, ts.srv.Shutdown)
 }
+
+// TestLoopSlowReaderNotIdle checks that a client taking a big reply
+// slowly, but steadily, is not closed by the idle timeout while the loop
+// holds replies it has not taken: as in Redis, sending it replies is
+// activity. The command pipelined after the big one must still run.
+func TestLoopSlowReaderNotIdle(t *testing.T) {
+	wiretest.SkipWithoutLoops(t)
+	const idle = 500 * time.Millisecond
+	ts := startServer(t, func(s *Server) { s.EventLoops = 1; s.IdleTimeout = idle })
+	val := strings.Repeat("x", 16<<20)
+	if err := ts.db.Set([]byte("big"), []byte(val)); err != nil {
+		t.Fatal(err)
+	}
+	slow := ts.dial()
+	// A small receive buffer (no autotuning) keeps most of the reply in
+	// the server, queued on the loop.
+	if err := slow.nc.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	slow.do(cmd("PING"), "+PONG\r\n")
+	if !onLoop(t, ts.srv) {
+		t.Fatal("the client is not on an event loop")
+	}
+	slow.send(cmd("GET", "big") + cmd("PING"))
+	head := fmt.Sprintf("$%d\r\n", len(val))
+	slow.expect(head)
+	// Read the value in pieces, pausing between them (the pauses make
+	// the reader slow; they synchronise nothing): several idle timeouts
+	// pass while the loop still holds part of the reply.
+	buf := make([]byte, 256<<10)
+	slow.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for left := len(val) + 2; left > 0; {
+		n, err := io.ReadFull(slow.br, buf[:min(len(buf), left)])
+		if err != nil {
+			t.Fatalf("reading the value, %d bytes left: %v", left, err)
+		}
+		left -= n
+		time.Sleep(idle / 25)
+	}
+	slow.expect("+PONG\r\n")
+}
