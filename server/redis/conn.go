@@ -126,7 +126,8 @@ type client struct {
 	lmu      sync.Mutex
 	closing  bool
 	stopc    chan struct{} // closed when closing is set
-	deadline bool          // a read deadline is set
+	deadline bool          // a read deadline is set (the idle timeout)
+	idleAt   time.Time     // that deadline
 	done     chan struct{}
 }
 
@@ -169,9 +170,30 @@ func (r countingReader) Read(p []byte) (int, error) {
 		n, err = r.c.lc.Read(p)
 	} else {
 		n, err = r.c.nc.Read(p)
+		if n > 0 && r.c.s.cfg.idleAtomic.Load() > 0 {
+			r.c.stillActive()
+		}
 	}
 	r.c.s.stats.netIn.Add(int64(n))
 	return n, err
+}
+
+// stillActive moves the idle deadline of a client served by a goroutine
+// on when input arrives: the timeout is for a client that sends nothing,
+// not for one sending a big command more slowly than the timeout (Redis
+// counts every read as interaction). The deadline is moved only when less
+// than half of it is left.
+func (c *client) stillActive() {
+	c.lmu.Lock()
+	defer c.lmu.Unlock()
+	idle := time.Duration(c.s.cfg.idleAtomic.Load())
+	if !c.deadline || c.closing || idle <= 0 {
+		return
+	}
+	if now := time.Now(); c.idleAt.Sub(now) < idle/2 {
+		c.idleAt = now.Add(idle)
+		c.nc.SetReadDeadline(c.idleAt)
+	}
 }
 
 // limits returns the reader limits for the client's state.
@@ -239,7 +261,8 @@ func (c *client) readyToRead() bool {
 	}
 	idle := time.Duration(c.s.cfg.idleAtomic.Load())
 	if idle > 0 && !c.monitor.Load() {
-		c.nc.SetReadDeadline(time.Now().Add(idle))
+		c.idleAt = time.Now().Add(idle)
+		c.nc.SetReadDeadline(c.idleAt)
 		c.deadline = true
 	} else if c.deadline {
 		c.nc.SetReadDeadline(time.Time{})

@@ -660,3 +660,28 @@ func TestServeSeveralListeners(t *testing.T) {
 		t.Fatalf("Serve: %v", err)
 	}
 }
+
+// TestIdleTimeoutSpareSlowCommand sends a big command in pieces, pausing
+// between them (the pauses make the client slow; they synchronise
+// nothing), so that it takes several idle timeouts to arrive whole: a
+// client sending is not idle (Redis counts every read), so the command
+// must run, in both connection modes (a command bigger than the read
+// buffer moves a client off its event loop).
+func TestIdleTimeoutSpareSlowCommand(t *testing.T) {
+	for _, loops := range []int{-1, 1} {
+		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) {
+			const idle = 200 * time.Millisecond
+			ts := startServer(t, func(s *Server) { s.EventLoops = loops; s.IdleTimeout = idle })
+			c := ts.dial()
+			val := strings.Repeat("v", 256<<10)
+			c.send(fmt.Sprintf("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n", len(val)))
+			for i := 0; i < len(val); i += len(val) / 16 {
+				time.Sleep(idle / 4)
+				c.send(val[i : i+len(val)/16])
+			}
+			c.send("\r\n")
+			c.expect("+OK\r\n")
+			c.do(cmd("STRLEN", "k"), fmt.Sprintf(":%d\r\n", len(val)))
+		})
+	}
+}
