@@ -71,6 +71,7 @@ type serveConfig struct {
 	httpAddr        string
 	pprof           bool
 	eventLoops      int
+	shutdownTimeout time.Duration
 }
 
 func newRootCmd(h *hooks) *cobra.Command {
@@ -119,7 +120,10 @@ func newServeCmd(h *hooks) *cobra.Command {
 (TCP, and UDP if asked) and HTTP, each on its own address (an empty address
 turns that listener off). SIGINT and SIGTERM stop it
 gracefully: listeners close, commands in flight finish, the data is synced
-and the database closed.
+and the database closed. A client that does not take its replies holds
+this up for --shutdown-timeout at most (10s, well inside the 30 s that
+Kubernetes and systemd give before they kill a process), then its
+connection is closed; every acknowledged write is synced either way.
 
 Every flag can also be given as an environment variable CASKADE_<FLAG>
 (CASKADE_REDIS_ADDR for --redis-addr) or as a "name value" line in the
@@ -156,6 +160,7 @@ github.com/caskade/caskade/cmd/caskade" for the details.`,
 	f.StringVar(&cfg.memcacheUDPAddr, "memcache-udp-addr", "", "memcached protocol UDP address (off by default: UDP invites reflection attacks)")
 	f.StringVar(&cfg.httpAddr, "http-addr", "127.0.0.1:8379", "HTTP API and /metrics address (empty disables)")
 	f.BoolVar(&cfg.pprof, "pprof", false, "serve /debug/pprof on the HTTP address")
+	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGINT or SIGTERM waits for commands in flight and for clients to take their replies before it closes their connections and the database")
 	f.IntVar(&cfg.eventLoops, "event-loops", 0, fmt.Sprintf("event loops serving Redis and memcached connections (0: one per processor; -1: a goroutine per connection; at most %d)", maxEventLoops))
 	return cmd
 }
@@ -272,6 +277,8 @@ func (cfg *serveConfig) validate() error {
 		return fmt.Errorf("--maxclients %d: want 1 to %d", cfg.maxclients, math.MaxInt32)
 	case cfg.timeout < 0 || cfg.timeout > math.MaxInt32:
 		return fmt.Errorf("--timeout %d: want 0 (never) to %d seconds", cfg.timeout, math.MaxInt32)
+	case cfg.shutdownTimeout < 0:
+		return fmt.Errorf("--shutdown-timeout %v: want 0 (close connections at once) or more", cfg.shutdownTimeout)
 	case cfg.eventLoops < -1 || cfg.eventLoops > maxEventLoops:
 		return fmt.Errorf("--event-loops %d: want -1 (a goroutine per connection), 0 (one per processor) or 1 to %d", cfg.eventLoops, maxEventLoops)
 	case cfg.redisSocketPerm != 0 && cfg.redisSocket == "":
@@ -491,7 +498,7 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		}
 	}
 	log.Info("caskade: shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
 	// The front ends stop together: one after the other, a client of one
 	// that does not read its replies would keep the others accepting
