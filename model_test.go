@@ -56,8 +56,11 @@ func (m model) get(k string, now int64) (string, bool) {
 	return v.val, true
 }
 
-func (m model) resolve(sel KeySelector, now int64) []byte {
-	keys := m.live(now)
+func (m model) resolve(sel KeySelector, now int64) []byte { return resolveIn(m.live(now), sel) }
+
+// resolveIn resolves sel over keys, sorted, as the database does: "" below
+// the first key, nil past the last.
+func resolveIn(keys []string, sel KeySelector) []byte {
 	var p int
 	if sel.OrEqual {
 		p, _ = slices.BinarySearch(keys, string(sel.Key)+"\x00")

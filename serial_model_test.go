@@ -35,23 +35,7 @@ func (s serialState) keys() []string {
 	return ks
 }
 
-func (s serialState) resolve(sel KeySelector) []byte {
-	keys := s.keys()
-	var p int
-	if sel.OrEqual {
-		p, _ = slices.BinarySearch(keys, string(sel.Key)+"\x00")
-	} else {
-		p, _ = slices.BinarySearch(keys, string(sel.Key))
-	}
-	r := p - 1 + sel.Offset
-	switch {
-	case r < 0:
-		return []byte{}
-	case r >= len(keys):
-		return nil
-	}
-	return []byte(keys[r])
-}
+func (s serialState) resolve(sel KeySelector) []byte { return resolveIn(s.keys(), sel) }
 
 func (s serialState) rangeOf(lo, hi []byte, o RangeOptions) string {
 	var out []string

@@ -26,7 +26,8 @@ import (
 
 // running is a serve command running in-process.
 type running struct {
-	addr   string
+	addr   string     // the first listener's
+	addrs  []net.Addr // every listener's, as serve reports them
 	cancel context.CancelFunc
 	done   chan error
 	log    *syncBuffer
@@ -63,7 +64,7 @@ func start(t *testing.T, args ...string) (*running, error) {
 	go func() { r.done <- root.ExecuteContext(ctx) }()
 	select {
 	case addrs := <-ready:
-		r.addr = addrs[0].String()
+		r.addr, r.addrs = addrs[0].String(), addrs
 		t.Cleanup(func() { r.stop(t) })
 		return r, nil
 	case err := <-r.done:
@@ -74,6 +75,13 @@ func start(t *testing.T, args ...string) (*running, error) {
 		t.Fatal("serve did not start")
 	}
 	return nil, nil
+}
+
+// interrupt stops serve as SIGINT does, without waiting: its result
+// comes on r.done (and stop no longer waits for it).
+func (r *running) interrupt() {
+	r.cancel()
+	r.cancel = nil
 }
 
 func (r *running) stop(t *testing.T) {

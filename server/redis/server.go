@@ -329,6 +329,23 @@ func isTemporary(err error) bool {
 	return (errors.As(err, &t) && t.Temporary()) || (errors.As(err, &ne) && ne.Timeout())
 }
 
+// maxClientsReached is Redis's refusal of a client beyond maxclients.
+const maxClientsReached = "-ERR max number of clients reached\r\n"
+
+// atMaxClients reports whether maxclients clients are connected, counting
+// the refusal of the next one if so.
+func (s *Server) atMaxClients() bool {
+	s.cfg.mu.RLock()
+	maxc := s.cfg.maxClients
+	s.cfg.mu.RUnlock()
+	if s.nclients.Load() < int64(maxc) {
+		return false
+	}
+	s.stats.rejected.Add(1)
+	s.Metrics.ConnRejected(metrics.ProtocolRedis)
+	return true
+}
+
 func (s *Server) accept(nc net.Conn) {
 	s.stats.connections.Add(1)
 	if s.protectedRefuses(nc.RemoteAddr()) {
@@ -337,13 +354,8 @@ func (s *Server) accept(nc net.Conn) {
 		refuse(nc, deniedProtectedMode)
 		return
 	}
-	s.cfg.mu.RLock()
-	maxc := s.cfg.maxClients
-	s.cfg.mu.RUnlock()
-	if s.nclients.Load() >= int64(maxc) {
-		s.stats.rejected.Add(1)
-		s.Metrics.ConnRejected(metrics.ProtocolRedis)
-		refuse(nc, "-ERR max number of clients reached\r\n")
+	if s.atMaxClients() {
+		refuse(nc, maxClientsReached)
 		return
 	}
 	c := newClient(s, nc)
@@ -398,13 +410,8 @@ func (s *Server) ServeConn(nc net.Conn) error {
 		nc.Write([]byte(deniedProtectedMode))
 		return nc.Close()
 	}
-	s.cfg.mu.RLock()
-	maxc := s.cfg.maxClients
-	s.cfg.mu.RUnlock()
-	if s.nclients.Load() >= int64(maxc) {
-		s.stats.rejected.Add(1)
-		s.Metrics.ConnRejected(metrics.ProtocolRedis)
-		nc.Write([]byte("-ERR max number of clients reached\r\n"))
+	if s.atMaxClients() {
+		nc.Write([]byte(maxClientsReached))
 		return nc.Close()
 	}
 	c := newClient(s, nc)
