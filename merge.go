@@ -323,6 +323,16 @@ func (db *DB) inputHints(id uint32, f *segment.File) ([]byte, error) {
 			return nil, fmt.Errorf("read %s: %w", f.Path, err)
 		}
 	}
+	if db.opts.Salvage {
+		// A file the salvage found damaged has no hint file; the records
+		// of its damaged ranges are lost already, and so are their
+		// tombstones.
+		sr, err := segment.ScanData(data, f.Path, segment.ScanSalvage, db.lim)
+		if err != nil {
+			return nil, corruption(err)
+		}
+		return segment.BuildHints(sr.Hints, f.Size()), nil
+	}
 	b, err := segment.BuildHintsFromData(data, f.Path, db.lim)
 	if err != nil {
 		return nil, corruption(err)

@@ -818,3 +818,43 @@ func TestMergeKeepsOldValueOfUnsyncedWrite(t *testing.T) {
 		}
 	}
 }
+
+// A partial merge of a file that a salvaging open found damaged (and so
+// left without a hint file) reads the file's tombstones as the salvage
+// does, skipping the damage, instead of failing every time it runs.
+func TestPartialMergeOfSalvagedFile(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{Sync: SyncNone, ExpiryPeriod: -1, MergeInterval: -1}
+	db := openTest(t, dir, opts)
+	for i := range 50 {
+		if err := db.Set(fmt.Appendf(nil, "k%02d", i), bytes.Repeat([]byte("v"), 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sealActive(t, db)
+	damaged := sealedIDs(db)[0]
+	for i := range 50 {
+		if err := db.Delete(fmt.Appendf(nil, "k%02d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	data := filepath.Join(dir, segment.DataName(damaged))
+	os.Remove(filepath.Join(dir, segment.HintName(damaged)))
+	b, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(data, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts.Salvage = true
+	db = openTest(t, dir, opts)
+	if _, err := db.merge(context.Background(), false, []uint32{damaged}); err != nil {
+		t.Fatalf("merge of the salvaged file %d: %v", damaged, err)
+	}
+	if got := contents(t, db); len(got) != 0 {
+		t.Fatalf("after the merge: %q, want nothing", got)
+	}
+}
