@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -684,4 +687,60 @@ func TestIdleTimeoutSpareSlowCommand(t *testing.T) {
 			c.do(cmd("STRLEN", "k"), fmt.Sprintf(":%d\r\n", len(val)))
 		})
 	}
+}
+
+// TestMaxClientsConcurrentAccepts admits connections from many goroutines
+// at once (ServeConn on each, as several listeners or a custom transport
+// would): the check against MaxClients and the count are one step, so
+// never more than MaxClients are served.
+func TestMaxClientsConcurrentAccepts(t *testing.T) {
+	const maxc, dials = 4, 48
+	ts := startServer(t, func(s *Server) { s.MaxClients = maxc })
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go ts.srv.ServeConn(nc)
+		}
+	}()
+	var served atomic.Int64
+	var wg sync.WaitGroup
+	conns := make([]net.Conn, dials)
+	for i := range dials {
+		wg.Go(func() {
+			nc, err := net.Dial("tcp", l.Addr().String())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			conns[i] = nc
+			nc.SetDeadline(time.Now().Add(10 * time.Second))
+			io.WriteString(nc, "PING\r\n")
+			line, _ := bufio.NewReader(nc).ReadString('\n')
+			switch line {
+			case "+PONG\r\n":
+				served.Add(1)
+			case "-ERR max number of clients reached\r\n":
+			default:
+				t.Errorf("PING: %q", line)
+			}
+		})
+	}
+	wg.Wait()
+	if n := served.Load(); n > maxc {
+		t.Fatalf("%d of %d clients dialling at once were served, MaxClients is %d", n, dials, maxc)
+	}
+	for _, nc := range conns {
+		if nc != nil {
+			nc.Close()
+		}
+	}
+	waitFor(t, "every slot to free up", func() bool { return ts.srv.nclients.Load() == 0 })
 }

@@ -332,18 +332,25 @@ func isTemporary(err error) bool {
 // maxClientsReached is Redis's refusal of a client beyond maxclients.
 const maxClientsReached = "-ERR max number of clients reached\r\n"
 
-// atMaxClients reports whether maxclients clients are connected, counting
-// the refusal of the next one if so.
-func (s *Server) atMaxClients() bool {
+// reserveClient takes a client slot, or reports false (counting the
+// refusal) if maxclients clients are connected. The check and the count
+// are one atomic step, so listeners accepting at once never let more in.
+// The slot is given back with s.nclients.Add(-1).
+func (s *Server) reserveClient() bool {
 	s.cfg.mu.RLock()
-	maxc := s.cfg.maxClients
+	maxc := int64(s.cfg.maxClients)
 	s.cfg.mu.RUnlock()
-	if s.nclients.Load() < int64(maxc) {
-		return false
+	for {
+		n := s.nclients.Load()
+		if n >= maxc {
+			s.stats.rejected.Add(1)
+			s.Metrics.ConnRejected(metrics.ProtocolRedis)
+			return false
+		}
+		if s.nclients.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
-	s.stats.rejected.Add(1)
-	s.Metrics.ConnRejected(metrics.ProtocolRedis)
-	return true
 }
 
 func (s *Server) accept(nc net.Conn) {
@@ -354,7 +361,7 @@ func (s *Server) accept(nc net.Conn) {
 		refuse(nc, deniedProtectedMode)
 		return
 	}
-	if s.atMaxClients() {
+	if !s.reserveClient() {
 		refuse(nc, maxClientsReached)
 		return
 	}
@@ -363,11 +370,11 @@ func (s *Server) accept(nc net.Conn) {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
+		s.nclients.Add(-1)
 		nc.Close()
 		return
 	}
 	s.clients[c] = struct{}{}
-	s.nclients.Add(1)
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.Metrics.ConnOpened(metrics.ProtocolRedis)
@@ -410,7 +417,7 @@ func (s *Server) ServeConn(nc net.Conn) error {
 		nc.Write([]byte(deniedProtectedMode))
 		return nc.Close()
 	}
-	if s.atMaxClients() {
+	if !s.reserveClient() {
 		nc.Write([]byte(maxClientsReached))
 		return nc.Close()
 	}
@@ -418,10 +425,10 @@ func (s *Server) ServeConn(nc net.Conn) error {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
+		s.nclients.Add(-1)
 		return nc.Close()
 	}
 	s.clients[c] = struct{}{}
-	s.nclients.Add(1)
 	s.wg.Add(1)
 	s.mu.Unlock()
 	defer func() {
