@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caskade/caskade/internal/record"
 	"github.com/caskade/caskade/internal/segment"
 	"github.com/caskade/caskade/vfs"
 )
@@ -722,6 +723,13 @@ func TestPartialMergeCarriesTombstones(t *testing.T) {
 	}
 	if due, only := db.mergePlan(); due {
 		t.Fatalf("a merge is due again right after the partial merge (files %v): %+v", only, db.Stats().Files)
+	}
+	var tomb int64
+	for _, f := range db.Stats().Files {
+		tomb += f.TombstoneBytes
+	}
+	if want := int64(4*record.HeaderSize) + int64(len("b")+len("c")+len("d")+len("pad")); tomb < want {
+		t.Fatalf("after the partial merge the files hold %d tombstone bytes, want at least the %d carried", tomb, want)
 	}
 	for _, dropHints := range []bool{false, true} {
 		db.Close()

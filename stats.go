@@ -17,8 +17,12 @@ type FileStats struct {
 	HintBytes int64 // the length of its hint file (0: none yet)
 	LiveBytes int64 // bytes of records the key directory points to
 	DeadBytes int64 // bytes of overwritten, deleted or expired records and tombstones
-	LiveKeys  int
-	Active    bool // the file taking appends
+	// TombstoneBytes is the part of DeadBytes that tombstones take: a
+	// merge of every sealed file drops them, a merge of this file alone
+	// may have to keep them (see Options.MergeFileDeadRatio).
+	TombstoneBytes int64
+	LiveKeys       int
+	Active         bool // the file taking appends
 }
 
 // Stats is a point-in-time summary of the database.
@@ -108,7 +112,7 @@ func (db *DB) Stats() Stats {
 		fs := FileStats{ID: id, Size: f.Size(), DiskBytes: f.DiskSize(), Active: active != nil && active.ID == id}
 		if st != nil {
 			fs.LiveBytes, fs.LiveKeys = st.live, st.liveKeys
-			fs.DeadBytes = st.dead
+			fs.DeadBytes, fs.TombstoneBytes = st.dead, st.tomb
 		}
 		s.LiveBytes += fs.LiveBytes
 		s.DeadBytes += fs.DeadBytes
