@@ -38,6 +38,9 @@ build_caskade() {
 
 # ratio A B: A/B with two decimals.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+# median reads numbers separated by blanks or newlines and prints the median
+# (the upper one of an even count).
+median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 # cputicks PID: the user+system CPU time of process PID so far, in clock
 # ticks (getconf CLK_TCK a second).

@@ -52,7 +52,6 @@ echo "# $(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg
 echo "# CPU: the server process's user+system time per request (median of the runs), steadier than"
 echo "# requests/s on a shared machine; the CPU ratio is Redis's over caskade's (above 1: caskade uses less)."
 echo
-median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 echo "| durability | pipeline | test | caskade req/s | redis req/s | ratio of medians | ratio per run ($REPS runs) | caskade CPU µs/req | redis CPU µs/req | CPU ratio |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
