@@ -34,7 +34,6 @@ type Loop struct {
 	kicked []*Conn
 	woken  bool // a byte is (about to be) in the wake-up pipe
 	stop   bool
-	nowNs  atomic.Int64 // now (below) in Unix nanoseconds, for Conn.Write on any goroutine
 
 	// Owned by the loop goroutine.
 	turn      []*Conn
@@ -269,7 +268,6 @@ func (l *Loop) run() {
 		n = 0
 		rc.Read(poll)
 		l.now = time.Now()
-		l.nowNs.Store(l.now.UnixNano())
 		l.mu.Lock()
 		for i := range n {
 			ev := &evs[i]
@@ -439,13 +437,7 @@ func (c *Conn) Write(p []byte) error {
 		return err
 	}
 	if n > 0 {
-		// The turn's time, when on a loop: a clock read per write cost
-		// more than 1% of a small GET's CPU.
-		if l := c.loop.Load(); l != nil {
-			c.active.Store(l.nowNs.Load())
-		} else {
-			c.active.Store(time.Now().UnixNano())
-		}
+		c.active.Store(time.Now().UnixNano())
 	}
 	if n < len(p) {
 		c.wq = append(c.wq, p[n:]...)
