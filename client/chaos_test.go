@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -16,95 +15,12 @@ import (
 	"github.com/caskade/caskade/client"
 )
 
-// chaosProxy forwards connections to a server, cutting replies into random
-// small pieces with random pauses, and cutting connections now and then.
-type chaosProxy struct {
-	l      net.Listener
-	target string
-	seed   uint64
-	killP  float64 // chance per reply chunk to cut the connection
-
-	mu    sync.Mutex
-	conns []net.Conn
-	n     uint64
-}
-
-func startChaosProxy(t *testing.T, target string, seed uint64, killP float64) *chaosProxy {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &chaosProxy{l: l, target: target, seed: seed, killP: killP}
-	go p.accept()
-	t.Cleanup(func() {
-		l.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
-	})
-	return p
-}
-
-func (p *chaosProxy) accept() {
-	for {
-		in, err := p.l.Accept()
-		if err != nil {
-			return
-		}
-		out, err := net.Dial("tcp", p.target)
-		if err != nil {
-			in.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, in, out)
-		p.n++
-		rng := rand.New(rand.NewPCG(p.seed, p.n))
-		p.mu.Unlock()
-		go func() {
-			defer in.Close()
-			defer out.Close()
-			buf := make([]byte, 64<<10)
-			for {
-				n, err := in.Read(buf)
-				if n > 0 {
-					if _, err := out.Write(buf[:n]); err != nil {
-						return
-					}
-				}
-				if err != nil {
-					return
-				}
-			}
-		}()
-		go func() {
-			defer in.Close()
-			defer out.Close()
-			buf := make([]byte, 64<<10)
-			for {
-				n, err := out.Read(buf)
-				b := buf[:n]
-				for len(b) > 0 {
-					k := min(len(b), 1+rng.IntN(16))
-					if rng.Float64() < p.killP {
-						return
-					}
-					if _, err := in.Write(b[:k]); err != nil {
-						return
-					}
-					b = b[k:]
-					if rng.IntN(4) == 0 {
-						time.Sleep(time.Duration(rng.IntN(200)) * time.Microsecond)
-					}
-				}
-				if err != nil {
-					return
-				}
-			}
-		}()
-	}
+// startChaosProxy starts a proxy (startProxy) that cuts replies into random
+// small pieces with random pauses, and cuts a connection at a reply piece
+// with chance killP.
+func startChaosProxy(t *testing.T, target string, seed uint64, killP float64) *proxy {
+	t.Helper()
+	return newProxy(t, target, &chaos{seed: seed, killP: killP})
 }
 
 func chaosSeed(t *testing.T) uint64 {
@@ -146,7 +62,7 @@ func TestChaosRepliesNeverMixed(t *testing.T) {
 	seed := chaosSeed(t)
 	ts := startCaskade(t, nil)
 	px := startChaosProxy(t, ts.addr, seed, 0.0005)
-	c := dial(t, px.l.Addr().String(), &client.Options{PoolSize: 2, ReadTimeout: 200 * time.Millisecond, MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 4 * time.Millisecond})
+	c := dial(t, px.addr(), &client.Options{PoolSize: 2, ReadTimeout: 200 * time.Millisecond, MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 4 * time.Millisecond})
 	iters := 300
 	if testing.Short() {
 		iters = 100

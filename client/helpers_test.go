@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -244,20 +245,36 @@ type proxy struct {
 	target string
 	dials  atomic.Int64
 
+	chaos *chaos // if set, replies are chopped and connections cut at random
+
 	mu      sync.Mutex
 	conns   []net.Conn
+	n       uint64 // connections accepted
 	trigger string
 	fired   chan struct{}
 	hold    bool // swallow replies
 }
 
+// chaos is how a chaos proxy (startChaosProxy) mangles replies: each
+// connection draws from its own random source, seeded from seed and the
+// connection's number.
+type chaos struct {
+	seed  uint64
+	killP float64 // chance per reply piece to cut the connection
+}
+
 func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	return newProxy(t, target, nil)
+}
+
+func newProxy(t *testing.T, target string, ch *chaos) *proxy {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{t: t, l: l, target: target}
+	p := &proxy{t: t, l: l, target: target, chaos: ch}
 	go p.accept()
 	t.Cleanup(func() {
 		l.Close()
@@ -282,13 +299,20 @@ func (p *proxy) accept() {
 		}
 		p.mu.Lock()
 		p.conns = append(p.conns, in, out)
+		p.n++
+		var rng *rand.Rand
+		if p.chaos != nil {
+			rng = rand.New(rand.NewPCG(p.chaos.seed, p.n))
+		}
 		p.mu.Unlock()
-		go p.pump(in, out, true)
-		go p.pump(out, in, false)
+		go p.pump(in, out, true, nil)
+		go p.pump(out, in, false, rng)
 	}
 }
 
-func (p *proxy) pump(from, to net.Conn, request bool) {
+// pump forwards from one side to the other; rng, for replies through a
+// chaos proxy, chops them (see chaos).
+func (p *proxy) pump(from, to net.Conn, request bool, rng *rand.Rand) {
 	defer from.Close()
 	defer to.Close()
 	buf := make([]byte, 64<<10)
@@ -298,7 +322,13 @@ func (p *proxy) pump(from, to net.Conn, request bool) {
 			p.mu.Lock()
 			hold := p.hold && !request
 			p.mu.Unlock()
-			if !hold {
+			switch {
+			case hold:
+			case rng != nil:
+				if !p.chop(to, buf[:n], rng) {
+					return
+				}
+			default:
 				if _, err := to.Write(buf[:n]); err != nil {
 					return
 				}
@@ -316,6 +346,25 @@ func (p *proxy) pump(from, to net.Conn, request bool) {
 			return
 		}
 	}
+}
+
+// chop writes b to c in random pieces of 1 to 16 bytes, pausing now and
+// then, and reports false if it cut the connection (or the write failed).
+func (p *proxy) chop(c net.Conn, b []byte, rng *rand.Rand) bool {
+	for len(b) > 0 {
+		k := min(len(b), 1+rng.IntN(16))
+		if rng.Float64() < p.chaos.killP {
+			return false
+		}
+		if _, err := c.Write(b[:k]); err != nil {
+			return false
+		}
+		b = b[k:]
+		if rng.IntN(4) == 0 {
+			time.Sleep(time.Duration(rng.IntN(200)) * time.Microsecond)
+		}
+	}
+	return true
 }
 
 // expect returns a channel closed once a request chunk containing s has
