@@ -76,7 +76,6 @@ type DB struct {
 	applies    []apply
 	numBuf     []byte      // scratch for AddInt's values
 	ends       []commitEnd // reused by runGroup
-	sealed     []uint32    // sealed files waiting for a hint file
 
 	obsMu        sync.Mutex
 	obsSeq       uint64
@@ -171,10 +170,6 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if !o.ReadOnly {
 		db.bg.Add(1)
 		go db.hintWorker()
-		for _, id := range db.sealed {
-			db.hints <- id
-		}
-		db.sealed = nil
 		if o.Sync == SyncEverySec {
 			db.every(o.SyncInterval, db.syncDirty)
 		}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
 	"path/filepath"
@@ -311,10 +312,17 @@ func (m *merger) carryTombstones() error {
 // inputHints returns the hint file contents of sealed file f: its hint
 // file if that is valid, else hints built by scanning it.
 func (db *DB) inputHints(id uint32, f *segment.File) ([]byte, error) {
-	if b, err := segment.ReadAll(db.fs, filepath.Join(db.dir, segment.HintName(id))); err == nil {
-		if _, err := segment.ReadHints(b, f.Size(), db.lim); err == nil {
+	hintPath := filepath.Join(db.dir, segment.HintName(id))
+	b, err := segment.ReadAll(db.fs, hintPath)
+	if err == nil {
+		if _, err = segment.ReadHints(b, f.Size(), db.lim); err == nil {
 			return b, nil
 		}
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		// As at open: the data file is the truth, and scanning it costs
+		// only time.
+		db.opts.Logger.Warn("caskade: merge ignoring hint file, scanning the data file", "hint", hintPath, "err", err)
 	}
 	data := f.Mapped()
 	if data == nil {
@@ -333,7 +341,7 @@ func (db *DB) inputHints(id uint32, f *segment.File) ([]byte, error) {
 		}
 		return segment.BuildHints(sr.Hints, f.Size()), nil
 	}
-	b, err := segment.BuildHintsFromData(data, f.Path, db.lim)
+	b, err = segment.BuildHintsFromData(data, f.Path, db.lim)
 	if err != nil {
 		return nil, corruption(err)
 	}

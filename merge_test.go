@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -864,5 +865,59 @@ func TestPartialMergeOfSalvagedFile(t *testing.T) {
 	}
 	if got := contents(t, db); len(got) != 0 {
 		t.Fatalf("after the merge: %q, want nothing", got)
+	}
+}
+
+// TestPartialMergeOfFileWithDamagedHint checks that a partial merge of a
+// file whose hint file is damaged reads the file's records, tombstones
+// included, from the data file, and says so in the log: a tombstone it
+// missed would let the merge drop a delete and bring back the older value
+// in a file it leaves alone.
+func TestPartialMergeOfFileWithDamagedHint(t *testing.T) {
+	dir := t.TempDir()
+	var log bytes.Buffer
+	opts := &Options{Sync: SyncNone, ExpiryPeriod: -1, MergeInterval: -1,
+		Logger: slog.New(slog.NewTextHandler(&log, nil))}
+	db := openTest(t, dir, opts)
+	for _, k := range []string{"a", "b"} {
+		if err := db.Set([]byte(k), []byte("old-"+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sealActive(t, db)
+	older := sealedIDs(db)
+	if err := db.Delete([]byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("a"), []byte("new-a")); err != nil {
+		t.Fatal(err)
+	}
+	sealActive(t, db)
+	var newer uint32
+	for _, id := range sealedIDs(db) {
+		if !slices.Contains(older, id) {
+			newer = id
+		}
+	}
+	// Sealing wrote the file's hint file (sealFor); damage it.
+	hint := filepath.Join(dir, segment.HintName(newer))
+	if err := os.WriteFile(hint, []byte("not a hint file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := db.merge(context.Background(), false, []uint32{newer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms.Tombstones != 1 {
+		t.Fatalf("merge of file %d with a damaged hint file: %+v, want b's tombstone carried", newer, ms)
+	}
+	if !strings.Contains(log.String(), "merge ignoring hint file") {
+		t.Fatalf("the log does not mention the damaged hint file:\n%s", log.String())
+	}
+	db.Close()
+	db = openTest(t, dir, opts)
+	want := map[string]string{"a": "new-a"}
+	if got := contents(t, db); !maps.Equal(got, want) {
+		t.Fatalf("after the merge and a reopen: %q, want %q", got, want)
 	}
 }
