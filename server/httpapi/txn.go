@@ -198,10 +198,10 @@ func (o *txnOp) validate() error {
 			return err
 		}
 		switch p := o.Put; {
-		case p.TTL < 0 || p.TTL > 100*365*24*3600:
+		case p.TTL < 0 || p.TTL > maxTTL:
 			return badTxn("ttl must be a positive number of seconds")
-		case p.ExpiresAt < 0:
-			return badTxn("expires_at must be a Unix time in seconds")
+		case p.ExpiresAt < 0 || p.ExpiresAt > maxExpiresAt:
+			return badTxn("expires_at must be a Unix time in seconds before the year 10000")
 		case p.TTL > 0 && p.ExpiresAt > 0:
 			return badTxn("give ttl or expires_at, not both")
 		}

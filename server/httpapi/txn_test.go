@@ -279,3 +279,21 @@ func TestTxnVersionOfKeyChangedSinceReadVersion(t *testing.T) {
 		t.Fatalf("key created after the read version: version %d, %v; want 0", v, err)
 	}
 }
+
+// A put's expires_at is bounded as PUT's ?expires_at= is: a time past the
+// year 9999 overflows the engine's millisecond expiry (the key vanished
+// as soon as it was written, and the reply still said it succeeded) or
+// cannot be written as RFC 3339.
+func TestTxnPutExpiresAtBounded(t *testing.T) {
+	ts := startServer(t)
+	for _, at := range []string{"9000000000000000000", strconv.Itoa(maxExpiresAt + 1)} {
+		ts.do(t, "POST", "/v1/txn", `{"success":[{"put":{"key":"k","value":"v","expires_at":`+at+`}}]}`).
+			want(t, 400, "invalid_argument")
+		ts.do(t, "GET", "/v1/kv/k", "").want(t, 404, "not_found")
+	}
+	ts.txn(t, `{"success":[{"put":{"key":"k","value":"v","expires_at":`+strconv.Itoa(maxExpiresAt)+`}}]}`)
+	r := ts.do(t, "GET", "/v1/kv/k", "").want(t, 200, "")
+	if got := r.header.Get(HeaderExpiresAt); got != "9999-12-31T23:59:59Z" {
+		t.Fatalf("expires at %q", got)
+	}
+}
