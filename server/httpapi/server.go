@@ -32,6 +32,11 @@ const (
 	MaxTxnOps = 128
 	// TxnTimeout bounds how long POST /v1/txn retries on conflicts.
 	TxnTimeout = 10 * time.Second
+	// maxHeaderBytes bounds the request line and headers: room for three
+	// keys of caskade.DefaultMaxKeySize with every byte %-escaped (three
+	// characters each), as a listing's prefix, start and end, so every
+	// key the other protocols can write can be reached here.
+	maxHeaderBytes = 9*caskade.DefaultMaxKeySize + 64<<10
 )
 
 // Server is caskade's HTTP API over a caskade.DB. It implements
@@ -149,7 +154,7 @@ func (s *Server) httpServer() (*http.Server, error) {
 			ReadTimeout:       timeout(s.ReadTimeout, DefaultReadTimeout),
 			WriteTimeout:      timeout(s.WriteTimeout, DefaultWriteTimeout),
 			IdleTimeout:       timeout(s.IdleTimeout, DefaultIdleTimeout),
-			MaxHeaderBytes:    64 << 10,
+			MaxHeaderBytes:    maxHeaderBytes,
 			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 			ConnState: func(_ net.Conn, st http.ConnState) {
 				switch st {
