@@ -265,6 +265,21 @@ func TestPprof(t *testing.T) {
 	}
 }
 
+// A profile as long as the write timeout is still delivered: the timeout
+// counts from the request, so without moving the deadline the profile,
+// written when it ends, was cut off and the client got no reply.
+func TestPprofLongerThanWriteTimeout(t *testing.T) {
+	ts := startServer(t, func(s *Server) {
+		s.EnablePprof, s.WriteTimeout, s.Metrics = true, 500*time.Millisecond, metrics.New(nil)
+	})
+	for _, name := range []string{"profile", "trace"} {
+		r := ts.do(t, "GET", "/debug/pprof/"+name+"?seconds=1", "").want(t, 200, "")
+		if len(r.body) == 0 {
+			t.Fatalf("empty %s", name)
+		}
+	}
+}
+
 func TestKeepAlive(t *testing.T) {
 	ts := startServer(t)
 	reused := 0

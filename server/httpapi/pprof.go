@@ -18,8 +18,12 @@ const maxProfileSeconds = 60
 // servePprof serves the runtime profiles under /debug/pprof/ in the formats
 // of net/http/pprof (which is not imported, because it registers itself on
 // http.DefaultServeMux): the index, each named profile (?debug=N for text),
-// profile (CPU, ?seconds=N) and trace (?seconds=N).
-func servePprof(w http.ResponseWriter, r *http.Request) {
+// profile (CPU, ?seconds=N) and trace (?seconds=N). writeTimeout is the
+// server's (0: none): a profile or trace moves the response's write
+// deadline to that long after it ends, since the write timeout, counted
+// from the request, would otherwise cut off every profile that runs as
+// long as it.
+func servePprof(w http.ResponseWriter, r *http.Request, writeTimeout time.Duration) {
 	name := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/debug/pprof"), "/")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	switch name {
@@ -39,6 +43,11 @@ func servePprof(w http.ResponseWriter, r *http.Request) {
 			secs = 30
 		}
 		secs = min(secs, maxProfileSeconds)
+		if writeTimeout > 0 {
+			// Not supported when the handler runs under another server;
+			// its deadlines are its own.
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(time.Duration(secs)*time.Second + writeTimeout))
+		}
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
 		var startErr error

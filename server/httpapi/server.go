@@ -337,7 +337,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 			writeError(w, http.StatusNotFound, "not_found", "profiling is not enabled")
 			return
 		}
-		servePprof(w, r)
+		servePprof(w, r, timeout(s.WriteTimeout, DefaultWriteTimeout))
 	default:
 		if strings.HasPrefix(r.URL.Path, kvPrefix) {
 			w.Header().Set("Allow", "GET, HEAD, PUT, DELETE")
