@@ -60,7 +60,9 @@
 // if they fall after the cursor). Keys and values that are not valid UTF-8
 // are base64-encoded (standard alphabet) and marked "key_b64": true or
 // "value_b64": true. keys_only=true leaves values (and flags) out. A read
-// error after the reply has started ends the object with an "error" member.
+// error before any of the reply was sent gets an error status as on the
+// other endpoints; one after the reply has started ends the object with
+// an "error" member ({"code":...,"message":...}) and no next.
 //
 // # Transactions
 //

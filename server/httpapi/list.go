@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -152,7 +153,8 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	bw := bufio.NewWriterSize(w, 32<<10)
+	cw := &countingWriter{w: w}
+	bw := bufio.NewWriterSize(cw, 32<<10)
 	defer bw.Flush()
 	bw.WriteString(`{"items":[`)
 	enc := json.NewEncoder(bw)
@@ -209,6 +211,15 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 			it.Close()
 		}
 	}
+	if iterErr != nil && cw.n == 0 {
+		// Nothing has been sent: the error gets its own status, as on
+		// the other endpoints, rather than a 200 that a client checking
+		// only the status would take for a complete listing.
+		bw.Reset(w)
+		writeDBError(w, iterErr)
+		s.log.Warn("httpapi: listing failed", "err", iterErr)
+		return
+	}
 	bw.WriteString(`],"count":`)
 	bw.WriteString(strconv.Itoa(n))
 	if more && iterErr == nil {
@@ -228,6 +239,18 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("httpapi: listing failed", "err", iterErr)
 	}
 	bw.WriteString("}\n")
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
 }
 
 func step(it *caskade.Iterator, reverse bool) bool {

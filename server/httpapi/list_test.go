@@ -7,16 +7,20 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/vfs"
+	"github.com/caskade/caskade/vfs/errorfs"
 )
 
 type listReply struct {
-	Items []item     `json:"items"`
-	Count int        `json:"count"`
-	Next  string     `json:"next"`
-	Error *errorBody `json:"error"`
+	Items []item       `json:"items"`
+	Count int          `json:"count"`
+	Next  string       `json:"next"`
+	Error *errorDetail `json:"error"`
 }
 
 func (ts *testServer) list(t *testing.T, q url.Values) listReply {
@@ -160,5 +164,48 @@ func TestListPaging(t *testing.T) {
 	// The default limit applies, and larger limits are capped.
 	if lr := ts.list(t, url.Values{}); lr.Count != DefaultListLimit || lr.Next == "" {
 		t.Fatalf("default page: %d items, next %q", lr.Count, lr.Next)
+	}
+}
+
+// A listing that fails before any of it was sent answers with the error's
+// status, as every other endpoint does: it used to answer 200 with an
+// empty item list and an "error" member, which a client checking the
+// status took for a complete, empty listing. A failure after part of the
+// listing was sent still ends it with the "error" member (and no next).
+func TestListErrorStatus(t *testing.T) {
+	ts := startServer(t)
+	if err := ts.db.Set([]byte("a"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ts.do(t, "GET", "/v1/kv", "").want(t, 503, "closed")
+
+	efs := errorfs.New(vfs.NewMem())
+	db, err := caskade.Open("/db", &caskade.Options{FS: efs, Sync: caskade.SyncNone, MergeInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() }) // after the server's shutdown
+	const n = 200
+	val := strings.Repeat("v", 1000) // n values are well over the reply's buffer
+	for i := range n {
+		if err := db.Set(fmt.Appendf(nil, "k%03d", i), []byte(val)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts = startServer(t, func(s *Server) { s.DB = db })
+	efs.Inject(errorfs.OpRead, syscall.EIO)
+	ts.do(t, "GET", "/v1/kv", "").want(t, 500, "internal")
+	efs.Reset()
+	efs.InjectAfter(errorfs.OpRead, n/2, syscall.EIO)
+	lr := ts.list(t, url.Values{})
+	if lr.Error == nil || lr.Error.Code != "internal" || lr.Next != "" || lr.Count == 0 || lr.Count >= n {
+		t.Fatalf("listing failing midway: %d items, next %q, error %+v", lr.Count, lr.Next, lr.Error)
+	}
+	efs.Reset()
+	if lr := ts.list(t, url.Values{}); lr.Error != nil || lr.Count != n {
+		t.Fatalf("listing after the fault: %d items, error %+v", lr.Count, lr.Error)
 	}
 }
