@@ -25,12 +25,19 @@ func TestKVBadInput(t *testing.T) {
 
 	// An expiry past what the engine can hold (Unix milliseconds) would
 	// wrap into the past: the key was acknowledged and gone at once.
-	for _, at := range []string{"9223372036854775807", "253402300800", "-1", "0"} {
+	for _, at := range []string{"9223372036854775807", "253402300800", "-1", "0",
+		// In the year 10000 in UTC: the expiry could not be written back
+		// as RFC 3339 (Caskade-Expires-At: 10000-01-01T23:58:59Z).
+		"9999-12-31T23:59:59-23:59", "9999-12-31T23:00:00-01:00"} {
 		ts.do(t, "PUT", "/v1/kv/far?expires_at="+at, "v").want(t, 400, "invalid_argument")
 	}
 	ts.do(t, "GET", "/v1/kv/far", "").want(t, 404, "not_found")
 	ts.do(t, "PUT", "/v1/kv/far?expires_at=253402300799", "v").want(t, 201, "")
 	ts.do(t, "GET", "/v1/kv/far", "").want(t, 200, "")
+	ts.do(t, "PUT", "/v1/kv/far?expires_at=9999-12-31T23:59:59%2B01:00", "v").want(t, 204, "")
+	if got := ts.do(t, "GET", "/v1/kv/far", "").header.Get(HeaderExpiresAt); got != "9999-12-31T22:59:59Z" {
+		t.Fatalf("expires at %q", got)
+	}
 
 	// Version headers that are not versions: 400, not a 412 the client
 	// cannot explain, and never a write (If-None-Match: abc used to let

@@ -260,7 +260,9 @@ func writeOptions(q url.Values, now time.Time) (caskade.SetOptions, string) {
 	if at != "" {
 		if n, err := strconv.ParseInt(at, 10, 64); err == nil && n > 0 && n <= maxExpiresAt {
 			o.ExpiresAt = time.Unix(n, 0)
-		} else if t, err := time.Parse(time.RFC3339Nano, at); err == nil && t.Unix() > 0 {
+		} else if t, err := time.Parse(time.RFC3339Nano, at); err == nil && t.Unix() > 0 && t.Unix() <= maxExpiresAt {
+			// The bound applies in UTC: 9999-12-31T23:59:59-01:00 is in
+			// the year 10000, which RFC 3339 cannot write.
 			o.ExpiresAt = t
 		} else {
 			return o, "expires_at must be a Unix time in seconds or an RFC 3339 time, after 1970 and before the year 10000"
