@@ -65,7 +65,8 @@ type DB struct {
 	spare    []*commitReq
 	leading  bool
 	closed   bool
-	writeErr error // sticky: see ErrWritesStopped
+	shut     atomic.Bool // closed, for the read paths that do not take cmu
+	writeErr error       // sticky: see ErrWritesStopped
 
 	// Owned by the commit leader.
 	active     atomic.Pointer[segment.File]
@@ -673,7 +674,9 @@ func (db *DB) nowMs() int64 { return db.opts.Now().UnixMilli() }
 
 // Close waits for writes in progress, stops background work, syncs and
 // seals the active data file (writing its hint file), and releases the
-// directory lock. Open snapshots and iterators must not be used afterwards.
+// directory lock. Open snapshots and iterators must not be used afterwards;
+// reads, writes, snapshots, iterators and transactions started after Close
+// return ErrClosed.
 func (db *DB) Close() error {
 	db.cmu.Lock()
 	if db.closed {
@@ -681,6 +684,7 @@ func (db *DB) Close() error {
 		return ErrClosed
 	}
 	db.closed = true
+	db.shut.Store(true)
 	for db.leading {
 		db.idle.Wait()
 	}

@@ -99,11 +99,35 @@ func TestSetGetDeleteReopen(t *testing.T) {
 	if err := db.Close(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("second close: %v", err)
 	}
-	if _, err := db.Get([]byte("a")); err == nil {
-		t.Fatal("get after close succeeded")
-	}
 	if err := db.Set([]byte("a"), nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("set after close: %v", err)
+	}
+	// Every read of a closed database says so, rather than answering
+	// from what is left in memory: not found, or keys without values.
+	for _, k := range []string{"a", "b", "absent"} {
+		if _, err := db.Get([]byte(k)); !errors.Is(err, ErrClosed) {
+			t.Fatalf("get %q after close: %v", k, err)
+		}
+	}
+	if _, err := db.NewIterator(nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("NewIterator after close: %v", err)
+	}
+	if _, err := db.Range(nil, nil, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Range after close: %v", err)
+	}
+	if _, err := db.RangeSelect(FirstGreaterOrEqual(nil), FirstGreaterOrEqual([]byte("z")), nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("RangeSelect after close: %v", err)
+	}
+	if _, err := db.GetKey(FirstGreaterOrEqual(nil)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("GetKey after close: %v", err)
+	}
+	for _, s := range []*Snapshot{db.Snapshot(), db.SnapshotForChecks()} {
+		if _, err := s.Get([]byte("a")); !errors.Is(err, ErrClosed) {
+			t.Fatalf("snapshot Get after close: %v", err)
+		}
+	}
+	if _, err := db.Begin(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Begin after close: %v", err)
 	}
 
 	db = openTest(t, dir, nil)

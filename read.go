@@ -64,6 +64,9 @@ func (db *DB) Lookup(key []byte) ([]byte, KeyInfo, error) {
 	}
 	db.mu.RUnlock()
 	if !ok {
+		if db.shut.Load() {
+			return nil, KeyInfo{}, ErrClosed
+		}
 		return nil, KeyInfo{}, ErrNotFound
 	}
 	if f != nil {

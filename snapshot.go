@@ -81,7 +81,12 @@ type Snapshot struct {
 
 // Snapshot returns a view of the database as of now.
 func (db *DB) Snapshot() *Snapshot {
-	return &Snapshot{v: db.newView()}
+	s := &Snapshot{v: db.newView()}
+	if db.shut.Load() {
+		// Of a closed database: every read of it returns ErrClosed.
+		s.Close()
+	}
+	return s
 }
 
 // SnapshotForChecks is Snapshot for a read-modify-write that checks its
@@ -99,6 +104,9 @@ func (db *DB) SnapshotForChecks() *Snapshot {
 	s.v = db.newViewLocked()
 	db.txns.reads[s.txid] = s.v.version
 	db.mu.Unlock()
+	if db.shut.Load() {
+		s.Close()
+	}
 	return s
 }
 
@@ -243,6 +251,9 @@ func PrefixEnd(prefix []byte) []byte {
 // (or empty) begin means the start of the key space; a nil end means its
 // end. Use PrefixEnd for prefix scans.
 func (db *DB) Range(begin, end []byte, opts *RangeOptions) ([]KeyValue, error) {
+	if db.shut.Load() {
+		return nil, ErrClosed
+	}
 	v := db.newView()
 	defer v.release()
 	return v.rangeRead(begin, end, opts)
@@ -252,6 +263,9 @@ func (db *DB) Range(begin, end []byte, opts *RangeOptions) ([]KeyValue, error) {
 // up to the key end resolves to (exclusive), as FoundationDB's get_range
 // with key selectors does.
 func (db *DB) RangeSelect(begin, end KeySelector, opts *RangeOptions) ([]KeyValue, error) {
+	if db.shut.Load() {
+		return nil, ErrClosed
+	}
 	v := db.newView()
 	defer v.release()
 	return v.rangeSelect(begin, end, opts)
@@ -260,6 +274,9 @@ func (db *DB) RangeSelect(begin, end KeySelector, opts *RangeOptions) ([]KeyValu
 // GetKey resolves a key selector against the current state (see
 // KeySelector).
 func (db *DB) GetKey(sel KeySelector) ([]byte, error) {
+	if db.shut.Load() {
+		return nil, ErrClosed
+	}
 	v := db.newView()
 	defer v.release()
 	return v.resolve(sel), nil
@@ -268,6 +285,9 @@ func (db *DB) GetKey(sel KeySelector) ([]byte, error) {
 // NewIterator returns an iterator over a snapshot of the database taken
 // now. Close it when done.
 func (db *DB) NewIterator(opts *IterOptions) (*Iterator, error) {
+	if db.shut.Load() {
+		return nil, ErrClosed
+	}
 	return newIterator(db.newView(), opts), nil
 }
 
