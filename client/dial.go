@@ -59,7 +59,12 @@ func (c *Client) dialHandshake(ctx context.Context) (net.Conn, *resp.Reader, int
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
 	rd := resp.NewReader(nc, nil)
 	proto, err := c.handshake(nc, rd)
-	stop()
+	if !stop() && err == nil {
+		// The context ended as the handshake finished: the past deadline
+		// is being set, maybe after the one cleared below. Give the
+		// connection up rather than hand it out with a dead deadline.
+		err = ctx.Err()
+	}
 	if err != nil {
 		nc.Close()
 		if ctx.Err() != nil && !isServerError(err) {
