@@ -448,9 +448,19 @@ func (c *client) flush() bool {
 	return ok
 }
 
-// writeTimeout bounds a write of replies or pushes. The deadline is moved
-// only when less than half of it is left, not at every write.
-const writeTimeout = time.Minute
+// writeTimeout is the default for Server.writeTimeout, which bounds how
+// long a client off the event loops may take no part of a write of replies
+// or pushes before it is dropped. It is a liveness check, not a limit on
+// the whole write: Redis cuts no normal client for reading slowly (and an
+// event loop never waits on a write), so a big reply is written in pieces
+// of writePiece bytes, each with the whole timeout, and a client that
+// keeps reading is never cut, while one that stops reading is dropped and
+// frees its replies. The deadline of a small write is moved only when less
+// than half of it is left, not at every write.
+const (
+	writeTimeout = time.Minute
+	writePiece   = 256 << 10
+)
 
 // write writes p; the caller holds wmu.
 func (c *client) write(p []byte) bool {
@@ -461,13 +471,24 @@ func (c *client) write(p []byte) bool {
 		}
 		return err == nil
 	}
-	if since := time.Since(c.created); c.wdl-since < writeTimeout/2 {
-		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		c.wdl = since + writeTimeout
+	wt := c.s.writeTimeout
+	if wt == 0 {
+		wt = writeTimeout
 	}
-	n, err := c.nc.Write(p)
-	c.s.stats.netOut.Add(int64(n))
-	return err == nil
+	for len(p) > 0 {
+		k := min(len(p), writePiece)
+		if since := time.Since(c.created); k == writePiece || c.wdl-since < wt/2 {
+			c.nc.SetWriteDeadline(time.Now().Add(wt))
+			c.wdl = since + wt
+		}
+		n, err := c.nc.Write(p[:k])
+		c.s.stats.netOut.Add(int64(n))
+		if err != nil {
+			return false
+		}
+		p = p[k:]
+	}
+	return true
 }
 
 // push queues out-of-band data (a RESP3 push or a MONITOR line) to be

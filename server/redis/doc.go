@@ -217,7 +217,11 @@
 // Before authentication, requests are limited as in Redis (10 arguments,
 // 16 KiB per argument, 1 MiB per command); afterwards by
 // proto-max-bulk-len (512 MiB). Other limits: MaxClients, IdleTimeout, the
-// engine's key and value sizes. A connection whose first word is POST or
+// engine's key and value sizes. As in Redis, a client that reads its
+// replies slowly is never cut off for it, and reads no more commands
+// until it has taken them (so the replies held for it stay bounded); a
+// client served off the event loops that takes no part of a reply for a
+// minute is dropped. A connection whose first word is POST or
 // Host: (cross-protocol scripting) is closed and logged. Passwords are
 // compared in constant time. A malformed request gets Redis's protocol
 // error and the connection is closed; nothing a client sends can choose a

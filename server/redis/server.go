@@ -136,6 +136,8 @@ type Server struct {
 	loops      netloop.Pool
 	turns      []*turnCommits // of each loop
 	syncAlways bool           // the DB syncs every commit: commits leave the loops
+
+	writeTimeout time.Duration // 0: the constant writeTimeout (tests shorten it)
 }
 
 // runtimeConfig holds the settings CONFIG SET may change.
