@@ -167,9 +167,7 @@ func (p *pconn) syncRead(ctx context.Context, r *request) {
 					p.fail("read", err)
 					return
 				}
-				p.nc.SetReadDeadline(time.Time{})
-				p.armed = false
-				p.startReader()
+				p.handOver()
 				p.mu.Unlock()
 				return
 			}
@@ -191,12 +189,28 @@ func (p *pconn) syncRead(ctx context.Context, r *request) {
 	p.mu.Lock()
 	p.q.pop()
 	if p.q.len() > 0 {
-		p.startReader()
+		p.handOver()
 	} else {
 		p.reading = false
 	}
 	p.mu.Unlock()
 	r.finish()
+}
+
+// handOver gives the reading role to the reader goroutine at the end of
+// syncRead; p.mu is held. The requests that queued up meanwhile were sent
+// after the read deadline of syncRead was set, and with no deadline set
+// for them (the writer arms the read deadline only for the reader
+// goroutine): each gets a whole read timeout from now, so at least from
+// when it was sent, not what is left of the caller's.
+func (p *pconn) handOver() {
+	var dl time.Time
+	if p.rt > 0 {
+		dl = time.Now().Add(p.rt)
+	}
+	p.rdl, p.armed = dl, !dl.IsZero()
+	p.nc.SetReadDeadline(dl)
+	p.startReader()
 }
 
 // takeBatch takes the queued bytes for writing; p.mu is held and the

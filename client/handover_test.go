@@ -1,0 +1,135 @@
+package client_test
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caskade/caskade/client"
+	"github.com/caskade/caskade/resp"
+)
+
+// stepServer is a minimal RESP2 server that writes each reply only when
+// the test releases it: ECHO answers its argument, HELLO is unknown, any
+// other command +OK. The first argument of every command but HELLO is
+// reported on got once received.
+type stepServer struct {
+	addr    string
+	got     chan string
+	release chan struct{} // one token lets one reply out, in order
+}
+
+func startStepServer(t *testing.T) *stepServer {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &stepServer{addr: l.Addr().String(), got: make(chan string, 100), release: make(chan struct{}, 100)}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		close(done)
+		l.Close()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			replies := make(chan []byte, 100)
+			wg.Go(func() {
+				defer nc.Close()
+				for b := range replies {
+					select {
+					case <-s.release:
+					case <-done:
+						return
+					}
+					if _, err := nc.Write(b); err != nil {
+						return
+					}
+				}
+			})
+			wg.Go(func() {
+				defer close(replies)
+				go func() { <-done; nc.Close() }()
+				rd := resp.NewReader(nc, nil)
+				var args [][]byte
+				for {
+					if args, err = rd.ReadCommand(args); err != nil {
+						return
+					}
+					if string(args[0]) == "HELLO" {
+						replies <- resp.AppendError(nil, "ERR unknown command 'HELLO'")
+						s.release <- struct{}{}
+						continue
+					}
+					b := resp.AppendSimpleString(nil, "OK")
+					if string(args[0]) == "ECHO" {
+						b = resp.AppendBulk(nil, args[1])
+					}
+					replies <- b
+					arg := string(args[0])
+					if len(args) > 1 {
+						arg = string(args[1])
+					}
+					select {
+					case s.got <- arg:
+					case <-done:
+						return
+					}
+				}
+			})
+		}
+	})
+	return s
+}
+
+// TestReadTimeoutAfterSyncHandover: a call that reads its own reply
+// (sequential use, a context that cannot be cancelled) hands the reading
+// over to the reader goroutine when another call was sent meanwhile; that
+// call's reply must get a whole ReadTimeout from when it was sent, not
+// what was left of the first call's. The pauses let time pass; they
+// synchronise nothing.
+func TestReadTimeoutAfterSyncHandover(t *testing.T) {
+	const rt = time.Second
+	s := startStepServer(t)
+	c := dial(t, s.addr, &client.Options{PoolSize: 1, ReadTimeout: rt, MaxRetries: -1})
+	bg := context.Background()
+	type res struct {
+		v   client.Value
+		err error
+	}
+	first, second := make(chan res, 1), make(chan res, 1)
+	start := time.Now()
+	go func() {
+		v, err := c.Do(bg, "ECHO", "a")
+		first <- res{v, err}
+	}()
+	eq(t, "first command", <-s.got, "a")
+	time.Sleep(rt * 6 / 10)
+	sent := time.Now()
+	go func() {
+		v, err := c.Do(bg, "ECHO", "b")
+		second <- res{v, err}
+	}()
+	eq(t, "second command", <-s.got, "b")
+	s.release <- struct{}{}
+	r := <-first
+	check(t, r.err)
+	eq(t, "first reply", must[string](t)(r.v.Str()), "a")
+	// Past the first call's timeout, well within the second's.
+	time.Sleep(time.Until(start.Add(rt * 13 / 10)))
+	if time.Since(sent) > rt*9/10 {
+		t.Skipf("too slow a machine: %v since the second command was sent", time.Since(sent))
+	}
+	s.release <- struct{}{}
+	r = <-second
+	check(t, r.err)
+	eq(t, "second reply", must[string](t)(r.v.Str()), "b")
+}
