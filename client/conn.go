@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"errors"
+
 	"github.com/caskade/caskade/resp"
 )
 
@@ -89,7 +91,8 @@ func (cn *Conn) Append(args ...any) error {
 	return nil
 }
 
-// Flush writes the commands queued by Append.
+// Flush writes the commands queued by Append. If ctx is done before
+// anything was written, they stay queued.
 func (cn *Conn) Flush(ctx context.Context) error {
 	if cn.closed {
 		return ErrClosed
@@ -103,35 +106,70 @@ func (cn *Conn) Flush(ctx context.Context) error {
 		}
 		cn.d.wbuf, cn.d.queued = wbuf, queued
 	}
-	return cn.d.flush(ctx)
+	wbuf, queued := cn.d.wbuf, cn.d.queued
+	err := cn.d.flush(ctx)
+	if err != nil && cn.d.err == nil {
+		// The context ended before the write: nothing was sent.
+		cn.d.wbuf, cn.d.queued = wbuf, queued
+	}
+	return err
 }
 
 // Receive returns the next reply to a command sent with Append, flushing
 // queued commands first. A server error reply is returned as a *Error.
-// RESP3 push data (invalidations) is skipped. If ctx ends
-// before a reply starts, the reply stays owed and the next Receive returns
-// it. It returns ErrNoReply when no reply is owed.
+// RESP3 push data (invalidations) is skipped. It returns ErrNoReply when
+// no reply is owed.
+//
+// A failure is a *ConnError, of one of two kinds, told apart by
+// errors.Is(err, ErrReplyOwed). If ctx ended, or ReadTimeout passed,
+// before any of the reply was read, the connection is intact and the reply
+// stays owed (and queued commands stay queued if they were not written):
+// the next Receive returns it (ErrReplyOwed). Otherwise the connection
+// broke: this reply is lost, and so is every reply still owed, each of
+// which the next Receives report with the same failure until ErrNoReply;
+// after that the Conn re-dials if it changed no connection state.
 func (cn *Conn) Receive(ctx context.Context) (Value, error) {
 	if cn.closed {
 		return Value{}, ErrClosed
 	}
+	var err error
 	if cn.d.queued > 0 {
-		if err := cn.Flush(ctx); err != nil {
-			return Value{}, err
-		}
+		err = cn.Flush(ctx)
 	}
 	d := cn.d
-	if d.pending-d.skip == 0 {
+	if err == nil && d.pending-d.skip == 0 {
 		return Value{}, ErrNoReply
 	}
 	var res result
-	err := d.readRepliesOwed(ctx, 1, d.cl.opt.ReadTimeout, func(rd *resp.Reader) error {
-		return readResult(rd, &res)
-	}, false)
+	if err == nil {
+		err = d.readRepliesOwed(ctx, 1, d.cl.opt.ReadTimeout, func(rd *resp.Reader) error {
+			return readResult(rd, &res)
+		}, false)
+	}
 	if err != nil {
-		return Value{}, err
+		return Value{}, cn.receiveError(err)
 	}
 	return res.val, res.err
+}
+
+// receiveError is the error of a failed Receive: a *ConnError with Owed
+// set if the reply it waited for will still come, as nothing of it was
+// read: the connection is intact, or it broke with nothing owed and the
+// commands queued stay queued, to be written on a new connection (the
+// re-dial failed).
+func (cn *Conn) receiveError(err error) error {
+	d := cn.d
+	if errors.Is(err, ErrClosed) || !(d.err == nil || !d.dirty && d.pending == 0 && d.queued > 0) {
+		return err
+	}
+	var owed ConnError
+	if ce := (*ConnError)(nil); errors.As(err, &ce) {
+		owed = *ce
+	} else {
+		owed = ConnError{Op: "dial", Addr: cn.c.addr, Err: err} // from the re-dial
+	}
+	owed.Owed = true
+	return &owed
 }
 
 // Pipeline returns an empty pipeline on this connection.

@@ -32,6 +32,11 @@ var (
 	// ErrNoReply is returned by Conn.Receive when no command awaits a
 	// reply.
 	ErrNoReply = errors.New("client: no command awaits a reply")
+	// ErrReplyOwed is matched by errors.Is for a *ConnError of
+	// Conn.Receive whose Owed is set: the wait ended (the context, or
+	// ReadTimeout) before any of the reply was read, so the reply is
+	// still owed and the next Receive returns it.
+	ErrReplyOwed = errors.New("client: reply still owed")
 	// ErrArgType is wrapped by the error for a command argument of a type
 	// that cannot be encoded.
 	ErrArgType = errors.New("client: unsupported argument type")
@@ -109,11 +114,13 @@ func parseError(s string) *Error {
 // command may have reached the server and executed: false means it surely
 // did not, so it is safe to send again. errors.Is(err, ErrMaybeExecuted)
 // holds when MaybeExecuted is set, and errors.Is(err, context.DeadlineExceeded)
-// and the like hold through Unwrap.
+// and the like hold through Unwrap. Owed is set only by Conn.Receive, when
+// the reply it waited for is still owed (errors.Is(err, ErrReplyOwed)).
 type ConnError struct {
 	Op            string // "dial", "handshake", "write", "read", "wait" or "closed"
 	Addr          string // the server address
 	MaybeExecuted bool
+	Owed          bool
 	Err           error
 }
 
@@ -132,9 +139,10 @@ func (e *ConnError) Error() string {
 func (e *ConnError) Unwrap() error { return e.Err }
 
 // Is reports whether target is ErrMaybeExecuted and the command may have
-// executed.
+// executed, or ErrReplyOwed and the reply is still owed.
 func (e *ConnError) Is(target error) bool {
-	return target == ErrMaybeExecuted && e.MaybeExecuted
+	return target == ErrMaybeExecuted && e.MaybeExecuted ||
+		target == ErrReplyOwed && e.Owed
 }
 
 // Timeout reports whether the cause was a timeout.
