@@ -145,6 +145,9 @@ func (tx *Txn) settle(cmd []byte, res *result) error {
 	// Never re-dial: what was sent (CSK.BEGIN, writes) is lost with the
 	// connection, and what follows would run outside a transaction.
 	if err := tx.d.flush(tx.ctx); err != nil {
+		// Not written (the context ended), the commands are dropped, but
+		// the transaction may be open on the server: never reuse.
+		tx.d.dirty = true
 		return err
 	}
 	i := 0
