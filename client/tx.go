@@ -98,8 +98,16 @@ func (tx *Tx) TxPipelined(ctx context.Context, fn func(p *Pipe) error) ([]*Cmd, 
 	if err := fn(p); err != nil {
 		return nil, err
 	}
-	tx.execd = true
-	return p.Exec(ctx)
+	// EXEC ends the WATCH if it may have been written; if not (no
+	// command, a bad argument, the context ended first), the WATCH is
+	// still on and Watch must end it.
+	unsent := p.Len() == 0 || p.err != nil
+	cmds, err := p.Exec(ctx)
+	var ce *ConnError
+	if !unsent && !(errors.As(err, &ce) && !ce.MaybeExecuted) {
+		tx.execd = true
+	}
+	return cmds, err
 }
 
 // Watch runs fn with a dedicated connection on which keys are WATCHed, as
