@@ -245,6 +245,7 @@ func isIdempotent(ctx context.Context) bool {
 func (c *Client) roundTrip(ctx context.Context, r *request) (abandoned bool, err error) {
 	retried := 0
 	maybeRetried := false
+	idleDead := 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return false, err
@@ -260,7 +261,18 @@ func (c *Client) roundTrip(ctx context.Context, r *request) (abandoned bool, err
 		// a connection that died while idle and failed as maybe executed.
 		async := p.asyncNow()
 		if !async && !p.idleAlive() {
-			p.kill("read", errors.New("connection closed while idle"))
+			err := errors.New("connection closed while idle")
+			p.kill("read", err)
+			// The first is the usual close of an idle connection (a
+			// server restart, its idle timeout); more count as retries,
+			// so that a server that ends every new connection at once
+			// is not re-dialed for ever.
+			if idleDead++; idleDead > 1 {
+				if retried >= c.opt.MaxRetries {
+					return false, &ConnError{Op: "read", Addr: c.addr, Err: err}
+				}
+				retried++
+			}
 			continue
 		}
 		trySync := ctx.Done() == nil && !async
