@@ -26,8 +26,9 @@ var (
 	// TRACKING, ...) is sent through the Client's shared connections. Use
 	// a Conn, Watch, TxPipelined or Transact, or set the state in Options.
 	ErrStateful = errors.New("client: command changes connection state; use a dedicated Conn")
-	// ErrPendingReplies is returned by Conn.Do while commands appended
-	// with Conn.Append have replies not yet received.
+	// ErrPendingReplies is returned by Conn.Do and by pipelines on a Conn
+	// while commands appended with Conn.Append have replies not yet
+	// received.
 	ErrPendingReplies = errors.New("client: replies pending; call Receive first")
 	// ErrNoReply is returned by Conn.Receive when no command awaits a
 	// reply.

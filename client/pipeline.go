@@ -193,7 +193,8 @@ func (p *Pipe) Expire(key string, ttl time.Duration) *Cmd {
 }
 
 // Exec sends the queued commands and waits for every reply, then empties
-// the Pipe. Each Cmd gets its result; Exec returns the commands and the
+// the Pipe. On a Conn it fails with ErrPendingReplies while commands
+// queued by Conn.Append await their replies. Each Cmd gets its result; Exec returns the commands and the
 // first error among them (nil if every command succeeded; a null reply is
 // not an error here). ctx bounds the whole pipeline; Options.ReadTimeout
 // bounds the wait for each reply, so a long pipeline is not cut short for
@@ -220,6 +221,10 @@ func (p *Pipe) Exec(ctx context.Context) ([]*Cmd, error) {
 	}
 	if p.d == nil && stateful {
 		return fail(ErrStateful)
+	}
+	if p.d != nil && (p.d.queued > 0 || p.d.pending > p.d.skip) {
+		// Replies owed to Conn.Receive come first on the connection.
+		return fail(ErrPendingReplies)
 	}
 	r := &request{done: make(chan struct{}, 1), n: len(cmds), results: make([]result, len(cmds))}
 	r.cmd = buf
