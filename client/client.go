@@ -359,7 +359,7 @@ func (c *Client) doDedicated(ctx context.Context, args []any) (Value, error) {
 	if err != nil {
 		return Value{}, err
 	}
-	res, err := d.roundTrip(ctx, cmd, false)
+	res, err := d.roundTrip(ctx, cmd, true)
 	if err != nil {
 		return Value{}, err
 	}

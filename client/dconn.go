@@ -313,13 +313,14 @@ func (d *dconn) roundTrip(ctx context.Context, cmd []byte, blocking bool) (resul
 	return res, err
 }
 
-// runRequest sends a pipeline or MULTI/EXEC block and reads its replies.
-func (d *dconn) runRequest(ctx context.Context, r *request) error {
+// runRequest sends a pipeline or MULTI/EXEC block and reads its replies;
+// blocking says it holds a blocking command (no ReadTimeout then).
+func (d *dconn) runRequest(ctx context.Context, r *request, blocking bool) error {
 	d.appendCmd(r.cmd, r.n)
 	if err := d.flush(ctx); err != nil {
 		return err
 	}
-	return d.readReplies(ctx, r.n, d.cl.opt.ReadTimeout, r.readReply)
+	return d.readReplies(ctx, r.n, d.readTimeout(blocking), r.readReply)
 }
 
 // checkIdle marks d broken, as not executed, if the server closed it while

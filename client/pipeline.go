@@ -248,7 +248,7 @@ func (p *Pipe) Exec(ctx context.Context) ([]*Cmd, error) {
 			err = p.d.redialIfBroken(ctx)
 		}
 		if err == nil {
-			err = p.d.runRequest(ctx, r)
+			err = p.d.runRequest(ctx, r, blocking)
 		}
 		if stateful {
 			p.d.dirty = true
@@ -279,12 +279,13 @@ func (p *Pipe) Exec(ctx context.Context) ([]*Cmd, error) {
 	return cmds, nil
 }
 
-// execDedicated runs a request on a dedicated connection.
+// execDedicated runs a request holding a blocking command on a dedicated
+// connection.
 func (c *Client) execDedicated(ctx context.Context, r *request) error {
 	d, err := c.getDconn(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.putDconn(d)
-	return d.runRequest(ctx, r)
+	return d.runRequest(ctx, r, true)
 }
