@@ -75,7 +75,13 @@ func (v Value) typeError(want string) error {
 // The slice is part of v.
 func (v Value) Bytes() ([]byte, error) {
 	switch v.kind {
-	case resp.KindBulk, resp.KindSimpleString, resp.KindVerbatim, resp.KindBigNumber:
+	case resp.KindSimpleString:
+		if string(v.str) == "OK" {
+			// Every +OK shares okBytes: the caller gets bytes of its own.
+			return []byte("OK"), nil
+		}
+		return v.str, nil
+	case resp.KindBulk, resp.KindVerbatim, resp.KindBigNumber:
 		return v.str, nil
 	case resp.KindInt:
 		return strconv.AppendInt(nil, v.num, 10), nil
