@@ -18,6 +18,14 @@ type Tx struct {
 	c     *Client
 	execd bool // EXEC or DISCARD ended the WATCH
 	multi bool // Do opened MULTI, not yet ended by EXEC or DISCARD
+	sent  bool // an EXEC (or a pipeline, which may hold one) may have been written
+}
+
+// mayHaveSent reports whether a command that failed with err may have
+// been written.
+func mayHaveSent(err error) bool {
+	var ce *ConnError
+	return !errors.As(err, &ce) || ce.MaybeExecuted
 }
 
 // Do sends a command on the transaction's connection.
@@ -35,7 +43,11 @@ func (tx *Tx) Do(ctx context.Context, args ...any) (Value, error) {
 			tx.d.dirty = true
 		}
 	}
+	broken := tx.d.err != nil // then nothing is written
 	res, err := tx.d.roundTrip(ctx, cmd, classify(args) == classBlocking)
+	if name == "exec" && !broken && mayHaveSent(err) {
+		tx.sent = true
+	}
 	if err != nil {
 		return Value{}, err
 	}
@@ -87,7 +99,16 @@ func (tx *Tx) Watch(ctx context.Context, keys ...string) error {
 // Pipelined runs commands in a pipeline on the transaction's connection,
 // without MULTI/EXEC.
 func (tx *Tx) Pipelined(ctx context.Context, fn func(p *Pipe) error) ([]*Cmd, error) {
-	return runPipe(ctx, &Pipe{c: tx.c, d: tx.d, watch: true}, fn)
+	p := &Pipe{c: tx.c, d: tx.d, watch: true}
+	if err := fn(p); err != nil {
+		return nil, err
+	}
+	unsent := p.Len() == 0 || p.err != nil || tx.d.err != nil
+	cmds, err := p.Exec(ctx)
+	if !unsent && mayHaveSent(err) {
+		tx.sent = true
+	}
+	return cmds, err
 }
 
 // TxPipelined runs the commands queued by fn in MULTI/EXEC. It returns
@@ -99,13 +120,12 @@ func (tx *Tx) TxPipelined(ctx context.Context, fn func(p *Pipe) error) ([]*Cmd, 
 		return nil, err
 	}
 	// EXEC ends the WATCH if it may have been written; if not (no
-	// command, a bad argument, the context ended first), the WATCH is
-	// still on and Watch must end it.
-	unsent := p.Len() == 0 || p.err != nil
+	// command, a bad argument, a broken connection, the context ended
+	// first), the WATCH is still on and Watch must end it.
+	unsent := p.Len() == 0 || p.err != nil || tx.d.err != nil
 	cmds, err := p.Exec(ctx)
-	var ce *ConnError
-	if !unsent && !(errors.As(err, &ce) && !ce.MaybeExecuted) {
-		tx.execd = true
+	if !unsent && mayHaveSent(err) {
+		tx.execd, tx.sent = true, true
 	}
 	return cmds, err
 }
@@ -115,7 +135,8 @@ func (tx *Tx) TxPipelined(ctx context.Context, fn func(p *Pipe) error) ([]*Cmd, 
 // When EXEC reports that a watched key changed (ErrTxFailed), Watch runs
 // fn again, up to Options.WatchRetries times in all, with a growing random
 // backoff between attempts; then it returns ErrTxFailed. It also runs fn
-// again when the connection broke before EXEC was sent. Other errors from
+// again when the connection broke before EXEC was sent (a *ConnError from
+// a command before it, even one that may have executed). Other errors from
 // fn are returned as they are. fn may run several times, so it should have
 // no effects beyond the transaction.
 func (c *Client) Watch(ctx context.Context, fn func(tx *Tx) error, keys ...string) error {
@@ -125,7 +146,7 @@ func (c *Client) Watch(ctx context.Context, fn func(tx *Tx) error, keys ...strin
 		if err != nil {
 			return err
 		}
-		err = c.watchOnce(ctx, d, fn, keys)
+		sent, err := c.watchOnce(ctx, d, fn, keys)
 		c.putDconn(d)
 		if err == nil {
 			return nil
@@ -136,7 +157,7 @@ func (c *Client) Watch(ctx context.Context, fn func(tx *Tx) error, keys ...strin
 			if err := c.sleep(ctx, watchBackoff(attempt)); err != nil {
 				return err
 			}
-		case errors.As(err, &ce) && !ce.MaybeExecuted && ctx.Err() == nil && connRetries < c.opt.MaxRetries:
+		case errors.As(err, &ce) && (!ce.MaybeExecuted || !sent) && ctx.Err() == nil && connRetries < c.opt.MaxRetries:
 			connRetries++
 		default:
 			return err
@@ -152,11 +173,13 @@ func watchBackoff(attempt int) time.Duration {
 	return time.Duration(rand.Int64N(int64(d)) + 1)
 }
 
-func (c *Client) watchOnce(ctx context.Context, d *dconn, fn func(tx *Tx) error, keys []string) (err error) {
+// watchOnce runs fn once; sent reports whether an EXEC may have been
+// written.
+func (c *Client) watchOnce(ctx context.Context, d *dconn, fn func(tx *Tx) error, keys []string) (sent bool, err error) {
 	tx := &Tx{d: d, c: c}
 	if len(keys) > 0 {
 		if err := tx.Watch(ctx, keys...); err != nil {
-			return err
+			return false, err
 		}
 	}
 	defer func() {
@@ -178,5 +201,6 @@ func (c *Client) watchOnce(ctx context.Context, d *dconn, fn func(tx *Tx) error,
 			}
 		}
 	}()
-	return fn(tx)
+	err = fn(tx)
+	return tx.sent, err
 }
