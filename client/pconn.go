@@ -185,6 +185,11 @@ func (p *pconn) syncRead(ctx context.Context, r *request) {
 			p.fail("read", err)
 			return
 		}
+		if !hasDL && r.got < r.n {
+			p.mu.Lock()
+			p.rearm()
+			p.mu.Unlock()
+		}
 	}
 	p.mu.Lock()
 	p.q.pop()
@@ -323,22 +328,35 @@ func (p *pconn) readLoop() {
 			return
 		}
 		if cur.got < cur.n {
+			p.mu.Lock()
+			p.rearm()
+			p.mu.Unlock()
 			continue
 		}
 		done := cur
 		p.mu.Lock()
 		p.q.pop()
 		cur = p.q.front()
-		if cur != nil && p.rt > 0 && p.rd.Buffered() == 0 {
-			// More replies are awaited: give them a full timeout from now.
-			if now := time.Now(); p.rdl.Sub(now) < p.rt-p.rt/8 {
-				p.rdl = now.Add(p.rt)
-				p.armed = true
-				p.nc.SetReadDeadline(p.rdl)
-			}
+		if cur != nil {
+			p.rearm()
 		}
 		p.mu.Unlock()
 		done.finish()
+	}
+}
+
+// rearm gives the next reply, when one is awaited after a reply was read,
+// a full read timeout from now (to within an eighth), unless it has
+// arrived already: each reply of a pipeline gets the timeout. p.mu is
+// held; only the goroutine reading replies calls it.
+func (p *pconn) rearm() {
+	if p.rt <= 0 || p.rd.Buffered() > 0 {
+		return
+	}
+	if now := time.Now(); p.rdl.Sub(now) < p.rt-p.rt/8 {
+		p.rdl = now.Add(p.rt)
+		p.armed = true
+		p.nc.SetReadDeadline(p.rdl)
 	}
 }
 
