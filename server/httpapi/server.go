@@ -85,6 +85,16 @@ type Server struct {
 	mu      sync.Mutex
 	srv     *http.Server
 	closing bool
+	// stopped is set once Shutdown or Close waits for the handlers:
+	// requests that reach ServeHTTP afterwards are refused, so that none
+	// starts on the DB once they have returned.
+	stopped  bool
+	handlers sync.WaitGroup // requests running in ServeHTTP
+	// base is the context of every request served by Serve; it is
+	// cancelled when connections are closed, so that handlers waiting on
+	// their request's context (transaction retries, profiles) end.
+	base       context.Context
+	cancelBase context.CancelFunc
 }
 
 // route identifies an endpoint, for metrics.
@@ -148,8 +158,10 @@ func (s *Server) httpServer() (*http.Server, error) {
 		return nil, http.ErrServerClosed
 	}
 	if s.srv == nil {
+		s.base, s.cancelBase = context.WithCancel(context.Background())
 		s.srv = &http.Server{
 			Handler:           s,
+			BaseContext:       func(net.Listener) context.Context { return s.base },
 			ReadHeaderTimeout: timeout(s.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 			ReadTimeout:       timeout(s.ReadTimeout, DefaultReadTimeout),
 			WriteTimeout:      timeout(s.WriteTimeout, DefaultWriteTimeout),
@@ -186,8 +198,11 @@ func (s *Server) Serve(l net.Listener) error {
 }
 
 // Shutdown stops the listeners, waits for requests in progress to finish
-// and closes idle connections, as http.Server.Shutdown does. It does not
-// close the DB.
+// and closes idle connections, as http.Server.Shutdown does. If ctx ends
+// first, it closes the remaining connections (as Close does) and returns
+// ctx's error. Either way it returns only once every request has left
+// ServeHTTP, so the DB may be closed then; requests that reach ServeHTTP
+// afterwards get 503 closed. It does not close the DB.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
@@ -196,10 +211,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if srv == nil {
 		return nil
 	}
-	return srv.Shutdown(ctx)
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		s.closeConns(srv)
+	}
+	s.waitHandlers()
+	return err
 }
 
-// Close closes the listeners and all connections at once.
+// Close closes the listeners and all connections at once, cancels the
+// context of the requests in progress and waits for them to leave
+// ServeHTTP. It does not close the DB.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closing = true
@@ -208,7 +230,37 @@ func (s *Server) Close() error {
 	if srv == nil {
 		return nil
 	}
+	err := s.closeConns(srv)
+	s.waitHandlers()
+	return err
+}
+
+// closeConns closes srv's listeners and connections and cancels its
+// requests' context: a handler blocked writing to a client that does not
+// read, or waiting on its context, returns.
+func (s *Server) closeConns(srv *http.Server) error {
+	s.cancelBase()
 	return srv.Close()
+}
+
+// waitHandlers refuses further requests and waits for those in ServeHTTP.
+func (s *Server) waitHandlers() {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.handlers.Wait()
+}
+
+// enter counts a request in ServeHTTP, or reports false once Shutdown or
+// Close waits for them. Under s.mu, every Add happens before that Wait.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return false
+	}
+	s.handlers.Add(1)
+	return true
 }
 
 // statusWriter records the status of a response, for metrics.
@@ -245,6 +297,12 @@ func (w *statusWriter) Flush() {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.init()
 	rt := classify(r.URL.Path, r.Method)
+	if !s.enter() {
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusServiceUnavailable, "closed", "the server is shutting down")
+		return
+	}
+	defer s.handlers.Done()
 	if s.Metrics == nil {
 		s.serve(w, r, rt)
 		return
