@@ -87,6 +87,12 @@
 // conflict): every key and range read, including those compared, is a read
 // conflict, so the transaction commits only if none of them changed. At
 // most 128 compares and 128 operations per branch (400 too_many_operations).
+// A range returns at most limit pairs (default and maximum 10000; "more":
+// true if it stopped there), and the keys and values of all gets and
+// ranges together may take at most 64 MiB in the reply (as JSON strings):
+// a transaction that reads more is not committed and gets 400
+// reply_too_large (read less per transaction, with limits or keys_only,
+// or page with GET /v1/kv).
 //
 // # Errors, limits and security
 //

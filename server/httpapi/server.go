@@ -30,6 +30,11 @@ const (
 	// MaxTxnOps bounds the compares and the operations of each branch of
 	// a POST /v1/txn (as etcd's --max-txn-ops).
 	MaxTxnOps = 128
+	// MaxTxnReplyBytes bounds the keys and values (as JSON strings) that
+	// the get and range operations of a POST /v1/txn may return, all
+	// operations together; a transaction that reads more is not committed
+	// and gets 400 reply_too_large.
+	MaxTxnReplyBytes = 64 << 20
 	// TxnTimeout bounds how long POST /v1/txn retries on conflicts.
 	TxnTimeout = 10 * time.Second
 	// maxHeaderBytes bounds the request line and headers: room for three

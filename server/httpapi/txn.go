@@ -288,6 +288,47 @@ type txnRun struct {
 	s       *Server
 	tx      *caskade.Tx
 	written [][2][]byte // ranges written so far ([lo, hi), hi nil: one key)
+	reply   int         // bytes of the keys and values read for the reply so far
+}
+
+// errReplyTooLarge fails a transaction whose reply would hold more than
+// maxTxnReply bytes of keys and values.
+var errReplyTooLarge = errors.New("reply too large")
+
+// maxTxnReply is MaxTxnReplyBytes (tests lower it).
+var maxTxnReply = MaxTxnReplyBytes
+
+// charge counts the JSON strings of a key and value read for the reply
+// against maxTxnReply.
+func (t *txnRun) charge(strs ...string) error {
+	for _, s := range strs {
+		t.reply += jsonStringLen(s)
+	}
+	if t.reply > maxTxnReply {
+		return errReplyTooLarge
+	}
+	return nil
+}
+
+// jsonStringLen bounds the length of s encoded as a JSON string by
+// encoding/json: quotes, two bytes for the short escapes and six for
+// \uXXXX ones (control characters, <, >, &, U+2028 and U+2029).
+func jsonStringLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+			n += 2
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			n += 6
+		case c == 0xe2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2]&^1 == 0xa8:
+			n += 6
+			i += 2
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // version returns key's commit version as of the transaction's read
@@ -393,6 +434,9 @@ func (t *txnRun) op(o *txnOp) (txnResponse1, error) {
 		rep.Found = true
 		sv, b64 := encodeBytes(val)
 		rep.Value, rep.ValueB64 = &sv, b64
+		if err := t.charge(rep.Key, sv); err != nil {
+			return txnResponse1{}, err
+		}
 		if !t.wroteKey(key) {
 			if rep.Version, err = t.version(key); err != nil {
 				return txnResponse1{}, err
@@ -414,13 +458,18 @@ func (t *txnRun) op(o *txnOp) (txnResponse1, error) {
 			t.written = append(t.written, [2][]byte{lo, nil})
 			return txnResponse1{Delete: &txnDeleteReply{Deleted: n}}, nil
 		}
-		kvs, err := tx.Range(lo, hi, &caskade.RangeOptions{KeysOnly: true})
-		if err != nil {
+		// Counted without holding the keys: the range may be large.
+		n := 0
+		it := tx.KeyRangeIterator(lo, hi, &caskade.RangeOptions{KeysOnly: true})
+		for it.Next() {
+			n++
+		}
+		if err := it.Err(); err != nil {
 			return txnResponse1{}, err
 		}
 		tx.ClearRange(lo, hi)
 		t.written = append(t.written, [2][]byte{lo, hi})
-		return txnResponse1{Delete: &txnDeleteReply{Deleted: len(kvs)}}, nil
+		return txnResponse1{Delete: &txnDeleteReply{Deleted: n}}, nil
 	default: // range
 		rg := o.Range
 		lo, hi, _ := rg.bounds()
@@ -431,22 +480,30 @@ func (t *txnRun) op(o *txnOp) (txnResponse1, error) {
 		if limit == 0 || limit > MaxListLimit {
 			limit = MaxListLimit
 		}
-		kvs, err := tx.Range(lo, hi, &caskade.RangeOptions{Limit: limit + 1, Reverse: rg.Reverse, KeysOnly: rg.KeysOnly})
-		if err != nil {
-			return txnResponse1{}, err
-		}
+		// Read pair by pair, so that a range whose values exceed the
+		// reply's budget fails before they are all in memory.
+		it := tx.KeyRangeIterator(lo, hi, &caskade.RangeOptions{Limit: limit + 1, Reverse: rg.Reverse, KeysOnly: rg.KeysOnly})
 		rep := &txnRangeReply{Items: []item{}}
-		if len(kvs) > limit {
-			kvs, rep.More = kvs[:limit], true
-		}
-		for _, kv := range kvs {
+		for it.Next() {
+			if len(rep.Items) == limit {
+				rep.More = true
+				break
+			}
+			kv := it.KeyValue()
 			var e item
 			e.Key, e.KeyB64 = encodeBytes(kv.Key)
+			sv := ""
 			if !rg.KeysOnly {
-				sv, b64 := encodeBytes(kv.Value)
-				e.Value, e.ValueB64 = &sv, b64
+				sv, e.ValueB64 = encodeBytes(kv.Value)
+				e.Value = &sv
+			}
+			if err := t.charge(e.Key, sv); err != nil {
+				return txnResponse1{}, err
 			}
 			rep.Items = append(rep.Items, e)
+		}
+		if err := it.Err(); err != nil {
+			return txnResponse1{}, err
 		}
 		return txnResponse1{Range: rep}, nil
 	}
@@ -522,6 +579,11 @@ func (s *Server) txn(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if ctx.Err() != nil && r.Context().Err() == nil {
 			writeError(w, http.StatusConflict, "conflict", "transaction kept conflicting with concurrent writes; try again")
+			return
+		}
+		if errors.Is(err, errReplyTooLarge) {
+			writeError(w, http.StatusBadRequest, "reply_too_large", fmt.Sprintf(
+				"the keys and values read would take more than %d bytes in the reply; read less per transaction (limit, keys_only, fewer operations) or use GET /v1/kv", maxTxnReply))
 			return
 		}
 		status, code := dbErrorStatus(err)

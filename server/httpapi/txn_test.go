@@ -297,3 +297,43 @@ func TestTxnPutExpiresAtBounded(t *testing.T) {
 		t.Fatalf("expires at %q", got)
 	}
 }
+
+// The keys and values a transaction returns are bounded
+// (MaxTxnReplyBytes, lowered here): 128 range operations of 10,000 pairs
+// each, or 128 gets of big values, were held in memory and encoded in one
+// piece. A transaction that reads more is refused whole, writes included.
+func TestTxnReplyBounded(t *testing.T) {
+	defer func(old int) { maxTxnReply = old }(maxTxnReply)
+	maxTxnReply = 1 << 20
+	ts := startServer(t)
+	val := strings.Repeat("v", 200<<10)
+	for i := range 10 {
+		if err := ts.db.Set([]byte(fmt.Sprintf("big/%d", i)), []byte(val)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ts.db.Set([]byte("lt"), []byte(strings.Repeat("<", 200<<10))); err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{
+		`{"success":[{"put":{"key":"x","value":"y"}},{"range":{"key":"big/","prefix":true}}]}`,
+		`{"success":[{"range":{"key":"big/","prefix":true,"limit":4}},{"range":{"key":"big/","prefix":true,"limit":4}}]}`,
+		`{"success":[{"get":{"key":"big/1"}},{"get":{"key":"big/1"}},{"get":{"key":"big/1"}},{"get":{"key":"big/1"}},{"get":{"key":"big/1"}},{"get":{"key":"big/1"}}]}`,
+		// 200 KiB of '<' is 1.2 MiB in JSON (\u003c).
+		`{"success":[{"get":{"key":"lt"}}]}`,
+	} {
+		ts.do(t, "POST", "/v1/txn", body).want(t, 400, "reply_too_large")
+	}
+	if _, err := ts.db.Get([]byte("x")); !errors.Is(err, caskade.ErrNotFound) {
+		t.Fatalf("the put of a refused transaction was committed: %v", err)
+	}
+	// Within the budget: a page of the range, and every key without values.
+	r := ts.do(t, "POST", "/v1/txn", `{"success":[{"range":{"key":"big/","prefix":true,"limit":4}}]}`).want(t, 200, "")
+	if len(r.body) > maxTxnReply+1000 {
+		t.Fatalf("reply of %d bytes", len(r.body))
+	}
+	tr := ts.txn(t, `{"success":[{"range":{"key":"big/","prefix":true,"keys_only":true}}]}`)
+	if rg := tr.Responses[0].Range; len(rg.Items) != 10 || rg.More {
+		t.Fatalf("keys_only range: %d items, more %v", len(rg.Items), rg.More)
+	}
+}
