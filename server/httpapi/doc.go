@@ -62,7 +62,9 @@
 // "value_b64": true. keys_only=true leaves values (and flags) out. A read
 // error before any of the reply was sent gets an error status as on the
 // other endpoints; one after the reply has started ends the object with
-// an "error" member ({"code":...,"message":...}) and no next.
+// an "error" member ({"code":...,"message":...}) and no next. HEAD
+// /v1/kv runs the same listing and answers GET's status and headers
+// without the body.
 //
 // # Transactions
 //

@@ -146,13 +146,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, code, msg)
 		return
 	}
+	// HEAD runs the listing too, so that its status and headers are
+	// GET's (net/http drops the body): an error before the first byte
+	// gets its own status, and a short listing its Content-Length.
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
-	if r.Method == http.MethodHead {
-		w.WriteHeader(http.StatusOK)
-		return
-	}
 	cw := &countingWriter{w: w}
 	bw := bufio.NewWriterSize(cw, 32<<10)
 	defer bw.Flush()

@@ -209,3 +209,34 @@ func TestListErrorStatus(t *testing.T) {
 		t.Fatalf("listing after the fault: %d items, error %+v", lr.Count, lr.Error)
 	}
 }
+
+// HEAD /v1/kv answers what GET would, without the body: it used to
+// answer 200 without reading anything, also on a closed database where
+// GET answers 503.
+func TestListHeadMatchesGet(t *testing.T) {
+	ts := startServer(t)
+	for i := range 3 {
+		if err := ts.db.Set(fmt.Appendf(nil, "k%d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{"", "?limit=2", "?limit=x"} {
+		get := ts.do(t, "GET", "/v1/kv"+q, "")
+		head := ts.do(t, "HEAD", "/v1/kv"+q, "")
+		if head.status != get.status || head.body != "" {
+			t.Fatalf("HEAD %s: %d %q; GET: %d", q, head.status, head.body, get.status)
+		}
+		for _, h := range []string{"Content-Type", "Content-Length"} {
+			if head.header.Get(h) != get.header.Get(h) {
+				t.Fatalf("HEAD %s: %s %q; GET: %q", q, h, head.header.Get(h), get.header.Get(h))
+			}
+		}
+	}
+	if err := ts.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ts.do(t, "GET", "/v1/kv", "").want(t, 503, "")
+	if r := ts.do(t, "HEAD", "/v1/kv", ""); r.status != 503 {
+		t.Fatalf("HEAD on a closed database: %d, want GET's 503", r.status)
+	}
+}
