@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -131,6 +132,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	limit := DefaultListLimit
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
+		if errors.Is(err, strconv.ErrRange) && n > 0 {
+			err = nil // past the int range: reduced to MaxListLimit as well
+		}
 		if err != nil || n <= 0 {
 			writeError(w, http.StatusBadRequest, "invalid_argument", "limit must be a positive number")
 			return

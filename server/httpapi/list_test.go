@@ -240,3 +240,27 @@ func TestListHeadMatchesGet(t *testing.T) {
 		t.Fatalf("HEAD on a closed database: %d, want GET's 503", r.status)
 	}
 }
+
+// A limit past the int range is reduced to MaxListLimit, as the doc says
+// of every larger limit, in listings and in txn ranges; it used to be
+// refused with 400.
+func TestListHugeLimit(t *testing.T) {
+	ts := startServer(t)
+	for i := range 3 {
+		if err := ts.db.Set(fmt.Appendf(nil, "k%d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const huge = "99999999999999999999999"
+	if lr := ts.list(t, url.Values{"limit": {huge}}); lr.Count != 3 || lr.Next != "" {
+		t.Fatalf("limit=%s: %d items, next %q", huge, lr.Count, lr.Next)
+	}
+	ts.do(t, "GET", "/v1/kv?limit=-"+huge, "").want(t, 400, "invalid_argument")
+	tr := ts.txn(t, `{"success":[{"range":{"key":"k","prefix":true,"limit":`+huge+`}}]}`)
+	if rg := tr.Responses[0].Range; len(rg.Items) != 3 || rg.More {
+		t.Fatalf("txn range with limit %s: %+v", huge, rg)
+	}
+	for _, l := range []string{"-" + huge, "1.5", `"3"`} {
+		ts.do(t, "POST", "/v1/txn", `{"success":[{"range":{"key":"k","limit":`+l+`}}]}`).want(t, 400, "")
+	}
+}

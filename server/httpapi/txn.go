@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,14 +81,34 @@ func (p *txnPut) options(now time.Time) caskade.SetOptions {
 // with RangeEnd the keys in [Key, RangeEnd) (RangeEnd "\u0000": to the
 // end of the key space).
 type txnRange struct {
-	Key         string `json:"key"`
-	KeyB64      bool   `json:"key_b64"`
-	RangeEnd    string `json:"range_end"`
-	RangeEndB64 bool   `json:"range_end_b64"`
-	Prefix      bool   `json:"prefix"`
-	Limit       int    `json:"limit"`
-	Reverse     bool   `json:"reverse"`
-	KeysOnly    bool   `json:"keys_only"`
+	Key         string     `json:"key"`
+	KeyB64      bool       `json:"key_b64"`
+	RangeEnd    string     `json:"range_end"`
+	RangeEndB64 bool       `json:"range_end_b64"`
+	Prefix      bool       `json:"prefix"`
+	Limit       rangeLimit `json:"limit"`
+	Reverse     bool       `json:"reverse"`
+	KeysOnly    bool       `json:"keys_only"`
+}
+
+// rangeLimit is a range's limit: a JSON integer, where one past the int
+// range is taken as the largest int (then reduced to MaxListLimit, as
+// every limit above it), not refused.
+type rangeLimit int
+
+func (l *rangeLimit) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	n, err := strconv.Atoi(string(b))
+	if errors.Is(err, strconv.ErrRange) && n > 0 {
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("limit %s: want an integer", b)
+	}
+	*l = rangeLimit(n)
+	return nil
 }
 
 // txnResponse is the reply of POST /v1/txn.
@@ -476,7 +497,7 @@ func (t *txnRun) op(o *txnOp) (txnResponse1, error) {
 		if hi == nil {
 			hi = append(bytes.Clone(lo), 0)
 		}
-		limit := rg.Limit
+		limit := int(rg.Limit)
 		if limit == 0 || limit > MaxListLimit {
 			limit = MaxListLimit
 		}
