@@ -150,7 +150,7 @@ github.com/caskade/caskade/cmd/caskade" for the details.`,
 	f.StringVar(&cfg.redisSocket, "redis-socket", "", "Redis protocol unix socket path (empty disables)")
 	f.Var(&cfg.redisSocketPerm, "redis-socket-perm", "permissions of the --redis-socket file, in octal as for chmod, e.g. 700 or 770 (0: as the umask leaves them, usually 755)")
 	f.StringVar(&cfg.requirepass, "requirepass", "", "password clients must give with AUTH or HELLO (empty: none, loopback clients only)")
-	f.IntVar(&cfg.maxclients, "maxclients", redis.DefaultMaxClients, "maximum number of connected clients")
+	f.IntVar(&cfg.maxclients, "maxclients", redis.DefaultMaxClients, "maximum number of connected clients of each front end: Redis (all its listeners together), memcached (TCP) and HTTP")
 	f.IntVar(&cfg.timeout, "timeout", 0, "close connections idle for this many seconds (0: never)")
 	f.IntVar(&cfg.databases, "databases", redis.DefaultDatabases, "number of databases (SELECT 0..N-1), at most 256")
 	f.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate file (PEM) for --tls-addr")
@@ -432,7 +432,7 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		listeners = append(listeners, tlsListener)
 	}
 	mc := &memcache.Server{DB: db, MaxConns: cfg.maxclients, IdleTimeout: srv.IdleTimeout, Password: cfg.requirepass, Logger: log, Metrics: m, EventLoops: cfg.eventLoops}
-	web := &httpapi.Server{DB: db, Password: cfg.requirepass, EnablePprof: cfg.pprof, Logger: log, Metrics: m}
+	web := &httpapi.Server{DB: db, MaxConns: cfg.maxclients, Password: cfg.requirepass, EnablePprof: cfg.pprof, Logger: log, Metrics: m}
 	var mcListener, httpListener net.Listener
 	var udp net.PacketConn
 	if cfg.memcacheAddr != "" {

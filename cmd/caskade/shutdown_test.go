@@ -101,3 +101,36 @@ func TestShutdownTimeout(t *testing.T) {
 		t.Fatalf("the acknowledged SET after shutdown: %d bytes, %v", len(v), err)
 	}
 }
+
+// --maxclients bounds HTTP connections too (for HTTP alone, as for each
+// front end): it used to leave HTTP unbounded.
+func TestMaxClientsHTTP(t *testing.T) {
+	r, err := start(t, "--dir", filepath.Join(t.TempDir(), "d"), "--redis-addr", "", "--http-addr", "127.0.0.1:0", "--maxclients", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(c net.Conn) string {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		line := make([]byte, len("HTTP/1.1 200"))
+		if _, err := io.ReadFull(c, line); err != nil {
+			t.Fatal(err)
+		}
+		return string(line)
+	}
+	var conns []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", r.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	if got := get(conns[0]); got != "HTTP/1.1 200" {
+		t.Fatalf("first connection: %q", got)
+	}
+	if got := get(conns[1]); got != "HTTP/1.1 503" {
+		t.Fatalf("second connection with --maxclients 1: %q, want 503", got)
+	}
+}

@@ -108,8 +108,14 @@
 // may be retried once there is room) and internal (500). Bodies are limited to MaxBodyBytes (413).
 // With Password set every request but /healthz and /readyz needs
 // "Authorization: Bearer <password>" (401 otherwise); without it only
-// loopback clients are served (403 protected_mode) unless
-// DisableProtectedMode is set.
+// loopback clients are served unless DisableProtectedMode is set: a
+// request from another address gets 403 protected_mode and its
+// connection is closed, counted as rejected (as Redis and memcached
+// refuse such a client; /healthz and /readyz are answered all the same).
+// Serve serves at most MaxConns connections at once (caskade serve's
+// --maxclients, for HTTP alone as for each other front end); a
+// connection beyond them gets 503 max_clients to its first request and
+// is closed.
 //
 // # Differences from etcd
 //

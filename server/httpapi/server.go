@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caskade/caskade"
@@ -23,6 +24,9 @@ const (
 	DefaultReadTimeout       = time.Minute
 	DefaultWriteTimeout      = time.Minute
 	DefaultIdleTimeout       = 2 * time.Minute
+	// DefaultMaxConns is the default connection limit (Redis's default
+	// maxclients).
+	DefaultMaxConns = 10000
 	// DefaultListLimit is the page size of GET /v1/kv without limit, and
 	// MaxListLimit the largest page (larger limits are reduced to it).
 	DefaultListLimit = 1000
@@ -61,6 +65,12 @@ type Server struct {
 	// without a Password. By default (protected mode, as in Redis) they get
 	// 403.
 	DisableProtectedMode bool
+	// MaxConns bounds the connections Serve serves at once, over all its
+	// listeners (default DefaultMaxConns). A connection beyond it gets
+	// 503 max_clients to its first request and is closed, as Redis
+	// refuses a client beyond maxclients; it is counted in
+	// caskade_connections_rejected_total, not as an accepted connection.
+	MaxConns int
 	// MaxBodyBytes bounds request bodies (PUT values, transactions);
 	// larger ones get 413. Default 32 MiB.
 	MaxBodyBytes int64
@@ -84,8 +94,12 @@ type Server struct {
 	initOnce sync.Once
 	log      *slog.Logger
 	maxBody  int64
+	maxConns int64
 	pwHash   [sha256.Size]byte
 	routes   [numRoutes]*metrics.CommandHandle
+
+	nconns atomic.Int64 // connections served, not refused
+	conns  sync.Map     // net.Conn → *connInfo, while Serve serves it
 
 	mu      sync.Mutex
 	srv     *http.Server
@@ -137,6 +151,10 @@ func (s *Server) init() {
 		if s.maxBody <= 0 {
 			s.maxBody = DefaultMaxBodyBytes
 		}
+		s.maxConns = int64(s.MaxConns)
+		if s.maxConns <= 0 {
+			s.maxConns = DefaultMaxConns
+		}
 		s.pwHash = sha256.Sum256([]byte(s.Password))
 		s.Metrics.RegisterCommands(metrics.ProtocolHTTP, routeNames[:]...)
 		for i := range s.routes {
@@ -173,17 +191,49 @@ func (s *Server) httpServer() (*http.Server, error) {
 			IdleTimeout:       timeout(s.IdleTimeout, DefaultIdleTimeout),
 			MaxHeaderBytes:    maxHeaderBytes,
 			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-			ConnState: func(_ net.Conn, st http.ConnState) {
-				switch st {
-				case http.StateNew:
-					s.Metrics.ConnOpened(metrics.ProtocolHTTP)
-				case http.StateClosed, http.StateHijacked:
-					s.Metrics.ConnClosed(metrics.ProtocolHTTP)
-				}
-			},
+			ConnContext:       s.connContext,
+			ConnState:         s.connState,
 		}
 	}
 	return s.srv, nil
+}
+
+// connInfo is what the Server knows of a connection Serve accepted.
+type connInfo struct {
+	refused bool // beyond MaxConns: its first request is refused
+}
+
+type connKey struct{}
+
+// connContext admits a new connection under MaxConns, or marks it
+// refused. The check and the count are one step, so listeners accepting
+// at once never let more in.
+func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
+	ci := &connInfo{}
+	if s.nconns.Add(1) > s.maxConns {
+		s.nconns.Add(-1)
+		ci.refused = true
+		s.Metrics.ConnRejected(metrics.ProtocolHTTP)
+	}
+	s.conns.Store(c, ci)
+	return context.WithValue(ctx, connKey{}, ci)
+}
+
+// connState counts the connections served, for MaxConns and metrics.
+// net/http reports StateNew after ConnContext, and StateClosed or
+// StateHijacked once for every connection.
+func (s *Server) connState(c net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		if v, ok := s.conns.Load(c); ok && !v.(*connInfo).refused {
+			s.Metrics.ConnOpened(metrics.ProtocolHTTP)
+		}
+	case http.StateClosed, http.StateHijacked:
+		if v, ok := s.conns.LoadAndDelete(c); ok && !v.(*connInfo).refused {
+			s.nconns.Add(-1)
+			s.Metrics.ConnClosed(metrics.ProtocolHTTP)
+		}
+	}
 }
 
 // Serve serves HTTP on l (HTTP/1.1 with keep-alive) until Shutdown or
@@ -193,6 +243,10 @@ func (s *Server) Serve(l net.Listener) error {
 	if s.DB == nil {
 		l.Close()
 		return errors.New("httpapi: Server.DB is nil")
+	}
+	if s.MaxConns < 0 {
+		l.Close()
+		return errors.New("httpapi: negative Server.MaxConns")
 	}
 	srv, err := s.httpServer()
 	if err != nil {
@@ -301,6 +355,11 @@ func (w *statusWriter) Flush() {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.init()
+	if ci, ok := r.Context().Value(connKey{}).(*connInfo); ok && ci.refused {
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusServiceUnavailable, "max_clients", "max number of clients reached")
+		return
+	}
 	rt := classify(r.URL.Path, r.Method)
 	if !s.enter() {
 		w.Header().Set("Connection", "close")
@@ -417,6 +476,10 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 		if s.DisableProtectedMode || isLoopback(r.RemoteAddr) {
 			return true
 		}
+		// As Redis and memcached refuse such a client: the connection
+		// is closed and counted as rejected.
+		w.Header().Set("Connection", "close")
+		s.Metrics.ConnRejected(metrics.ProtocolHTTP)
 		writeError(w, http.StatusForbidden, "protected_mode",
 			"caskade is running in protected mode: no password is set, so only loopback clients are served; set a password or disable protected mode")
 		return false

@@ -23,7 +23,7 @@
 //	caskade_command_duration_seconds{protocol,command}  histogram
 //	caskade_connections{protocol}                       gauge (open now)
 //	caskade_connections_total{protocol}                 counter (accepted)
-//	caskade_connections_rejected_total{protocol}        counter
+//	caskade_connections_rejected_total{protocol}        counter (refused: limits, protected mode)
 //	caskade_db_*                                        gauges read from DB.Stats
 //	caskade_merge_duration_seconds, caskade_merge_*     observed by ObserveMerge
 //	caskade_sync_duration_seconds, caskade_sync_errors_total  observed by ObserveSync
@@ -297,8 +297,11 @@ func (m *Metrics) ConnClosed(protocol string) {
 	m.proto(protocol).open.Dec()
 }
 
-// ConnRejected records a connection refused before it was served (too many
-// clients, protected mode).
+// ConnRejected records a connection refused (too many clients, protected
+// mode). Redis and memcached refuse such a connection before serving it;
+// HTTP refuses a connection in protected mode with its first request that
+// is not a health probe (and closes it), so that one was counted by
+// ConnOpened too.
 func (m *Metrics) ConnRejected(protocol string) {
 	if m == nil {
 		return
