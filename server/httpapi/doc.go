@@ -99,13 +99,33 @@
 // # Errors, limits and security
 //
 // Errors are JSON with a stable code:
-// {"error":{"code":"not_found","message":"key not found"}}. Codes include
-// not_found (404), precondition_failed (412), invalid_key, reserved_key,
-// invalid_argument, invalid_json, key_too_large (400), unauthorized (401),
-// protected_mode (403), method_not_allowed (405), conflict (409),
-// body_too_large, value_too_large (413), read_only, writes_stopped, closed
-// (503), no_space (507: the disk is full; the write was refused whole and
-// may be retried once there is room) and internal (500). Bodies are limited to MaxBodyBytes (413).
+// {"error":{"code":"not_found","message":"key not found"}}. The codes,
+// by status:
+//
+//	400  invalid_key, reserved_key, invalid_argument, invalid_json,
+//	     key_too_large, bad_body (the body could not be read: shorter
+//	     than its Content-Length, or broken chunking),
+//	     too_many_operations, invalid_range, reply_too_large
+//	401  unauthorized
+//	403  protected_mode
+//	404  not_found
+//	405  method_not_allowed
+//	409  conflict (a transaction kept conflicting for 10 s; try again),
+//	     profiling_busy (another CPU profile or trace is running)
+//	412  precondition_failed
+//	413  body_too_large (over MaxBodyBytes), value_too_large,
+//	     transaction_too_large (the writes exceed what one commit takes)
+//	500  internal
+//	503  closed, read_only, writes_stopped, max_clients,
+//	     commit_unknown_result (the commit may or may not have been
+//	     applied: read the keys before trying again)
+//	507  no_space (the disk is full; the write was refused whole and may
+//	     be retried once there is room)
+//
+// Requests net/http refuses before they reach the Server (a bad
+// %-escape in the path, headers over the limit) get its plain-text
+// replies.
+//
 // With Password set every request but /healthz and /readyz needs
 // "Authorization: Bearer <password>" (401 otherwise); without it only
 // loopback clients are served unless DisableProtectedMode is set: a
@@ -123,5 +143,9 @@
 // etcd's revisions) but there is no history: no create_revision, no reads
 // at an old revision, no leases or watches over HTTP; a put takes "ttl"
 // (seconds), "expires_at" (Unix seconds) and "flags" instead of a lease.
-// Range items inside a transaction carry no versions.
+// Range items inside a transaction carry no versions. A value compare on a
+// missing key treats its value as different from every value: != holds,
+// and ==, <, >, <= and >= fail, where etcd fails every value compare on a
+// missing key, != included (compare on "exists" to test presence). A
+// version compare sees a missing key at version 0, as etcd does.
 package httpapi
