@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/caskade/caskade"
 	"github.com/caskade/caskade/server/internal/wiretest"
+	"github.com/caskade/caskade/server/metrics"
 )
 
 // TestReplies checks replies byte for byte against Redis's.
@@ -743,4 +745,46 @@ func TestMaxClientsConcurrentAccepts(t *testing.T) {
 		}
 	}
 	waitFor(t, "every slot to free up", func() bool { return ts.srv.nclients.Load() == 0 })
+}
+
+// remoteConn is a connection that reports another peer address.
+type remoteConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (c remoteConn) RemoteAddr() net.Addr { return c.remote }
+
+// A client refused in protected mode is counted as rejected, in INFO's
+// rejected_connections and in caskade_connections_rejected_total, as one
+// refused beyond maxclients is (and as the memcached and HTTP front ends
+// count theirs): the metric used to leave it out, and ServeConn both.
+func TestProtectedModeRefusalCounted(t *testing.T) {
+	m := metrics.New(nil)
+	ts := startServer(t, func(s *Server) { s.Metrics = m })
+	srvEnd, cliEnd := net.Pipe()
+	defer cliEnd.Close()
+	served := make(chan error, 1)
+	go func() {
+		served <- ts.srv.ServeConn(remoteConn{srvEnd, &net.TCPAddr{IP: net.ParseIP("10.0.0.1"), Port: 5555}})
+	}()
+	c := &rawConn{t: t, nc: cliEnd, br: bufio.NewReader(cliEnd)}
+	c.expect(deniedProtectedMode)
+	c.expectClosed()
+	<-served
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), `caskade_connections_rejected_total{protocol="redis"} 1`) {
+		t.Error("the protected-mode refusal is not in caskade_connections_rejected_total")
+	}
+	ic := ts.dial()
+	ic.send(cmd("INFO", "stats"))
+	n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(ic.readLine(), "$")))
+	info := make([]byte, n)
+	if _, err := io.ReadFull(ic.br, info); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(info), "rejected_connections:1\r\n") {
+		t.Errorf("INFO stats after a protected-mode refusal:\n%s", info)
+	}
 }

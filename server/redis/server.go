@@ -355,11 +355,19 @@ func (s *Server) reserveClient() bool {
 	}
 }
 
+// rejectProtected counts and logs a client refused in protected mode, as
+// reserveClient counts one refused beyond maxclients (rejected_connections
+// and caskade_connections_rejected_total).
+func (s *Server) rejectProtected(nc net.Conn) {
+	s.stats.rejected.Add(1)
+	s.Metrics.ConnRejected(metrics.ProtocolRedis)
+	s.log.Warn("redis: refused a non-loopback client in protected mode", "addr", addrString(nc.RemoteAddr()))
+}
+
 func (s *Server) accept(nc net.Conn) {
 	s.stats.connections.Add(1)
 	if s.protectedRefuses(nc.RemoteAddr()) {
-		s.stats.rejected.Add(1)
-		s.log.Warn("redis: refused a non-loopback client in protected mode", "addr", addrString(nc.RemoteAddr()))
+		s.rejectProtected(nc)
 		refuse(nc, deniedProtectedMode)
 		return
 	}
@@ -416,6 +424,7 @@ func (s *Server) ServeConn(nc net.Conn) error {
 	}
 	s.init()
 	if s.protectedRefuses(nc.RemoteAddr()) {
+		s.rejectProtected(nc)
 		nc.Write([]byte(deniedProtectedMode))
 		return nc.Close()
 	}
