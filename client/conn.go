@@ -8,10 +8,15 @@ import (
 )
 
 // Conn is a dedicated connection taken from a Client, for commands that
-// change connection state (SELECT, WATCH/MULTI/EXEC, CLIENT TRACKING,
-// SUBSCRIBE, CSK.BEGIN, ...) and for the low-level pipelining API:
-// Append queues commands, Flush writes them, Receive reads the replies in
-// order, as hiredis and hierdis offer.
+// change connection state (SELECT, WATCH/MULTI/EXEC, CSK.BEGIN, ...) and
+// for the low-level pipelining API: Append queues commands, Flush writes
+// them, Receive reads the replies in order, as hiredis offers.
+//
+// The client has no API for RESP3 push data yet: a Conn skips it, so
+// SUBSCRIBE's messages and CLIENT TRACKING's invalidations are never
+// delivered (and under RESP2 a subscribed connection's messages would be
+// taken for replies). Use go-redis or rueidis for pub/sub and client-side
+// caching.
 //
 // If the connection breaks, a Conn that never changed connection state is
 // re-dialed before its next command; one that did reports the failure

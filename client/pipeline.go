@@ -194,9 +194,9 @@ func (p *Pipe) Expire(key string, ttl time.Duration) *Cmd {
 
 // Exec sends the queued commands and waits for every reply, then empties
 // the Pipe. On a Conn it fails with ErrPendingReplies while commands
-// queued by Conn.Append await their replies. Each Cmd gets its result; Exec returns the commands and the
-// first error among them (nil if every command succeeded; a null reply is
-// not an error here). ctx bounds the whole pipeline; Options.ReadTimeout
+// queued by Conn.Append await their replies. Each Cmd gets its result;
+// Exec returns the commands and the first error among them (nil if every
+// command succeeded; a null reply is not an error here). ctx bounds the whole pipeline; Options.ReadTimeout
 // bounds the wait for each reply, so a long pipeline is not cut short for
 // being long. For a MULTI/EXEC pipeline whose EXEC returned a null (a
 // WATCHed key changed) every Cmd and Exec return ErrTxFailed.
