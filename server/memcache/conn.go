@@ -31,6 +31,7 @@ type conn struct {
 	tcQueued    bool          // c is in tc's list
 	sess        session
 	interrupted atomic.Bool
+	werr        error // the write that failed, on a goroutine: nothing is written after it
 }
 
 func newConn(s *Server, nc net.Conn, lc *netloop.Conn) *conn {
@@ -110,10 +111,7 @@ func (c *conn) flush() error {
 		}
 		return err
 	}
-	if t := c.s.IdleTimeout; t > 0 {
-		c.nc.SetWriteDeadline(time.Now().Add(t))
-	}
-	n, err := c.nc.Write(ss.out)
+	n, err := c.write(ss.out)
 	ss.count.add(statBytesWritten, uint64(n))
 	if cap(ss.out) > maxRetainedOutput {
 		ss.out = nil
@@ -121,6 +119,34 @@ func (c *conn) flush() error {
 		ss.out = ss.out[:0]
 	}
 	return err
+}
+
+// write sends p from the connection's goroutine. IdleTimeout bounds the
+// time the client takes none of it, not the whole write: a client that
+// reads a large reply slowly is not idle (as on an event loop). Once a
+// write has failed nothing more is written: the reply it cut cannot be
+// followed by the next one.
+func (c *conn) write(p []byte) (int, error) {
+	if c.werr != nil {
+		return 0, c.werr
+	}
+	t := c.s.IdleTimeout
+	sent := 0
+	for {
+		if t > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(t))
+		}
+		n, err := c.nc.Write(p[sent:])
+		sent += n
+		if err == nil {
+			return sent, nil
+		}
+		if n > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+			continue // the client took some: not idle
+		}
+		c.werr = err
+		return sent, err
+	}
 }
 
 // lingerClose sends the pending replies and a FIN, then reads and drops

@@ -70,8 +70,9 @@ type Server struct {
 	// disconnected, as memcached does.
 	MaxConns int
 	// IdleTimeout closes a TCP connection that sends nothing for longer
-	// (0: never), as memcached's idle_timeout does. It also bounds each
-	// write to a client.
+	// (0: never), as memcached's idle_timeout does. A client that takes
+	// none of its replies for that long is closed too; one that reads them
+	// slowly is not.
 	IdleTimeout time.Duration
 	// Password, if set, requires memcached's ASCII authentication on every
 	// TCP connection: the first command must be "set <any key> <flags>
