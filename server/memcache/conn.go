@@ -77,14 +77,20 @@ func (c *conn) kick() {
 // beforeRead runs before every blocking read: replies are flushed first (so
 // a client waiting for them is never stuck behind our read), then the idle
 // deadline is set, then shutdown is checked (after setting the deadline, so
-// that a concurrent interrupt's deadline is never overwritten unseen).
-func (c *conn) beforeRead() error {
+// that a concurrent interrupt's deadline is never overwritten unseen). As
+// in memcached, only a connection waiting for a command can be idle: a
+// data block's reads have no deadline.
+func (c *conn) beforeRead(data bool) error {
 	c.sess.ended = time.Time{} // the next command will not start now
 	if err := c.flush(); err != nil {
 		return err
 	}
 	if t := c.s.IdleTimeout; t > 0 {
-		c.nc.SetReadDeadline(time.Now().Add(t))
+		if data {
+			c.nc.SetReadDeadline(time.Time{})
+		} else {
+			c.nc.SetReadDeadline(time.Now().Add(t))
+		}
 	}
 	if c.s.closing.Load() {
 		return ErrServerClosed

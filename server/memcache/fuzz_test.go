@@ -82,7 +82,7 @@ func FuzzMemcacheParser(f *testing.F) {
 				ss.out = ss.out[:0]
 				return nil
 			}
-			ss.r.before = ss.flush
+			ss.r.before = func(bool) error { return ss.flush() }
 		}
 		for range 10000 {
 			if ss.step() != nil {
@@ -133,7 +133,7 @@ func checkCommandReady(t *testing.T, s *Server, in []byte, authed bool) {
 		c.sess.init(s, newReader(io.MultiReader(bytes.NewReader(in[:n]), iotest.ErrReader(errWaited)), max(n, 16)), false)
 		c.sess.authed = authed
 		if n > 0 {
-			c.sess.r.fill(n)
+			c.sess.r.fill(n, false)
 		}
 		for range 1000 {
 			_, need := c.commandReady()

@@ -135,8 +135,13 @@ func (c *conn) EndTurn() {
 	}
 }
 
-// Idle closes the connection after the idle timeout (netloop.Handler).
+// Idle closes the connection after the idle timeout (netloop.Handler),
+// unless it is in the middle of a data block: as in memcached, only a
+// connection waiting for a command is idle.
 func (c *conn) Idle() {
+	if c.inDataBlock() {
+		return
+	}
 	c.sess.count.add(statIdleKicks, 1)
 	c.closeOnLoop(nil)
 }
@@ -250,6 +255,19 @@ func (c *conn) commandReady() (line []byte, need int) {
 		return nil, total
 	}
 	return line, 0
+}
+
+// inDataBlock reports whether the buffered input holds a command line
+// whose data block has not all arrived.
+func (c *conn) inDataBlock() bool {
+	b := c.sess.r
+	in := b.buf[b.r:b.w]
+	i := bytes.IndexByte(in, '\n')
+	if i < 0 {
+		return false
+	}
+	size, ok := dataSize(in[:i+1], c.sess.authed)
+	return ok && len(in) < i+1+size+2
 }
 
 // dataSize returns the size of the data block that session.dispatch reads

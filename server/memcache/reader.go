@@ -12,8 +12,10 @@ type reader struct {
 	buf  []byte
 	r, w int
 	// before is called before every blocking read of src (deadlines,
-	// shutdown checks); an error from it is returned instead of reading.
-	before func() error
+	// shutdown checks), with data true when the read is for a data block
+	// rather than a command line; an error from it is returned instead of
+	// reading.
+	before func(data bool) error
 	// nread counts bytes read from src.
 	nread int64
 }
@@ -30,8 +32,9 @@ func (b *reader) reset(data []byte) {
 func (b *reader) buffered() int { return b.w - b.r }
 
 // fill reads more input after the buffered bytes, compacting and growing
-// the buffer (up to max) when it is full.
-func (b *reader) fill(max int) error {
+// the buffer (up to max) when it is full; data tells before whether the
+// input is a data block.
+func (b *reader) fill(max int, data bool) error {
 	if b.src == nil {
 		return io.EOF
 	}
@@ -50,7 +53,7 @@ func (b *reader) fill(max int) error {
 		b.buf = nb
 	}
 	if b.before != nil {
-		if err := b.before(); err != nil {
+		if err := b.before(data); err != nil {
 			return err
 		}
 	}
@@ -87,7 +90,7 @@ func (b *reader) readLine(limit int, long func([]byte) bool, longLimit int) ([]b
 				return nil, errLineTooLong
 			}
 		}
-		if err := b.fill(max + 1); err != nil {
+		if err := b.fill(max+1, false); err != nil {
 			if err == errLineTooLong {
 				return nil, errLineTooLong
 			}
@@ -113,7 +116,7 @@ func (b *reader) readFull(n int) ([]byte, error) {
 			b.r, b.w = 0, c
 		}
 		for b.buffered() < n {
-			if err := b.fill(len(b.buf)); err != nil {
+			if err := b.fill(len(b.buf), true); err != nil {
 				if err == io.EOF {
 					err = io.ErrUnexpectedEOF
 				}
@@ -132,7 +135,7 @@ func (b *reader) readFull(n int) ([]byte, error) {
 			return nil, io.ErrUnexpectedEOF
 		}
 		if b.before != nil {
-			if err := b.before(); err != nil {
+			if err := b.before(true); err != nil {
 				return nil, err
 			}
 		}
@@ -157,7 +160,7 @@ func (b *reader) discard(n int) error {
 				return io.ErrUnexpectedEOF
 			}
 			b.r, b.w = 0, 0
-			if err := b.fill(len(b.buf)); err != nil {
+			if err := b.fill(len(b.buf), true); err != nil {
 				if err == io.EOF {
 					err = io.ErrUnexpectedEOF
 				}

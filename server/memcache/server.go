@@ -70,7 +70,9 @@ type Server struct {
 	// disconnected, as memcached does.
 	MaxConns int
 	// IdleTimeout closes a TCP connection that sends nothing for longer
-	// (0: never), as memcached's idle_timeout does. A client that takes
+	// while it should send a command (0: never), as memcached's
+	// idle_timeout does; a stall in the middle of a data block is not
+	// idleness. A client that takes
 	// none of its replies for that long is closed too; one that reads them
 	// slowly is not.
 	IdleTimeout time.Duration

@@ -98,3 +98,35 @@ func TestIdleTimeoutSlowReader(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleTimeoutMidDataBlock stalls in the middle of a set's data block
+// for longer than the idle timeout: memcached times out only connections
+// waiting for a command, so the set must complete.
+func TestIdleTimeoutMidDataBlock(t *testing.T) {
+	for _, mode := range []struct {
+		name  string
+		loops int
+	}{{"goroutine", -1}, {"default", 0}} {
+		t.Run(mode.name, func(t *testing.T) {
+			ts := startServer(t, func(s *Server) {
+				s.EventLoops = mode.loops
+				s.IdleTimeout = 100 * time.Millisecond
+			})
+			c := ts.dial(t)
+			c.send("set k 0 0 10\r\nabcde")
+			// Two connections opened after the stall began, one after the
+			// other, are closed as idle: the stall has lasted longer than
+			// the timeout (with room for the loops' coarse idle checks).
+			for range 2 {
+				idle := ts.dial(t)
+				idle.do("version\r\n", "VERSION "+MemcachedVersion+"\r\n")
+				idle.expectClosed("")
+			}
+			c.send("fghij\r\n")
+			if l := c.line(); l != "STORED\r\n" {
+				t.Fatalf("set after a stall in its data block: %q", l)
+			}
+			c.do("get k\r\n", "VALUE k 0 10\r\nabcdefghij\r\nEND\r\n")
+		})
+	}
+}
