@@ -266,7 +266,14 @@ func (l *Loop) run() {
 			ep.SetReadDeadline(deadline)
 		}
 		n = 0
-		rc.Read(poll)
+		if rc.Read(poll) != nil {
+			// A deadline that passed while the loop was busy (a turn
+			// longer than it, a stall) ends Read before it polls: poll
+			// now, so that the input that came meanwhile is served
+			// before the idle check below takes its connections for
+			// idle ones.
+			poll(uintptr(l.epfd))
+		}
 		l.now = time.Now()
 		l.mu.Lock()
 		for i := range n {

@@ -29,6 +29,9 @@ type echo struct {
 	idle    chan struct{}
 	closed  chan struct{}
 	endTurn atomic.Int64
+	// blocking is closed when a line "block" starts to hold the loop,
+	// which goes on once release is closed.
+	blocking, release chan struct{}
 }
 
 func (e *echo) Serve() {
@@ -51,6 +54,10 @@ func (e *echo) Serve() {
 		line := string(e.in[:i])
 		e.in = e.in[i+1:]
 		switch {
+		case line == "block":
+			close(e.blocking)
+			<-e.release
+			e.out = append(e.out, "BLOCK\n"...)
 		case line == "detach":
 			// The new owner writes what the socket has not taken, then
 			// the answers of this turn, then its own.
@@ -155,7 +162,8 @@ func setup(t *testing.T, opts Options) (net.Listener, chan *echo) {
 				t.Error(err)
 				return
 			}
-			e := &echo{t: t, nc: nc, c: c, idle: make(chan struct{}), closed: make(chan struct{})}
+			e := &echo{t: t, nc: nc, c: c, idle: make(chan struct{}), closed: make(chan struct{}),
+				blocking: make(chan struct{}), release: make(chan struct{})}
 			if err := l.Attach(c, e); err != nil {
 				t.Error(err)
 				return
@@ -311,6 +319,33 @@ func TestIdle(t *testing.T) {
 	}
 	if _, err := quiet.Read(make([]byte, 1)); err == nil {
 		t.Error("the idle connection is still open")
+	}
+}
+
+// TestIdleAfterLongTurn holds the loop in one connection's turn for longer
+// than the idle timeout while another connection, quiet until then, sends
+// a line: once the loop goes on, that line must be served, not the
+// connection closed as idle. (The expired poll deadline used to end the
+// wait for events before it looked at them, and the idle check then ran
+// on activity times that did not count the input waiting.)
+func TestIdleAfterLongTurn(t *testing.T) {
+	const idle = 100 * time.Millisecond
+	ln, handlers := setup(t, Options{IdleTimeout: func() time.Duration { return idle }})
+	a, ra := dial(t, ln)
+	ea := <-handlers
+	b, rb := dial(t, ln)
+	eb := <-handlers
+	a.Write([]byte("block\n"))
+	<-ea.blocking
+	b.Write([]byte("late\n"))
+	time.Sleep(3 * idle) // the long turn: not a wait for an event
+	close(ea.release)
+	expectLine(t, ra, "BLOCK")
+	expectLine(t, rb, "LATE")
+	select {
+	case <-eb.idle:
+		t.Fatal("the connection that sent a line during the long turn got Idle")
+	default:
 	}
 }
 
