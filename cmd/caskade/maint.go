@@ -470,7 +470,8 @@ with the pair count (see the caskade package for the format). Load reads it.
 
 It writes to standard output (never to a terminal; also with -o -), or
 with -o to FILE, which appears only once the dump is complete, with mode
-0600 as it holds every value. It opens DIR read-only.
+0600 as it holds every value (a device or named pipe, such as /dev/null, is
+written to as it is). It opens DIR read-only.
 ` + lockNote,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -492,12 +493,17 @@ func runDump(ctx context.Context, m *maint, stdout io.Writer, dir, output string
 	if output == "" && isTerminal(stdout) {
 		return errors.New("dump: refusing to write a binary dump to a terminal (use -o FILE or redirect standard output)")
 	}
+	special := false // output is a device, pipe or socket: written as it is
 	if output != "" {
 		// Found now rather than by the rename at the end of the dump.
-		if fi, err := os.Stat(output); err == nil && fi.IsDir() {
+		fi, err := os.Stat(output)
+		if err == nil && fi.IsDir() {
 			return fmt.Errorf("dump: -o %s is a directory (give a file name)", output)
 		}
-		if err := requireDir(filepath.Dir(output)); err != nil {
+		// A temporary file renamed over /dev/null, /dev/stdout or a named
+		// pipe would replace it with a regular file.
+		special = err == nil && !fi.Mode().IsRegular()
+		if err := requireDir(filepath.Dir(output)); err != nil && !special {
 			return fmt.Errorf("dump: -o %s: %w", output, err)
 		}
 	}
@@ -512,7 +518,21 @@ func runDump(ctx context.Context, m *maint, stdout io.Writer, dir, output string
 	}()
 	w := stdout
 	var tmp *os.File
-	if output != "" {
+	if special {
+		f, err := os.OpenFile(output, os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("dump: %w", err)
+		}
+		defer func() {
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("dump: %w", cerr)
+			}
+		}()
+		if isTerminal(f) {
+			return fmt.Errorf("dump: refusing to write a binary dump to the terminal %s", output)
+		}
+		w = f
+	} else if output != "" {
 		tmp, err = os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+".tmp-*")
 		if err != nil {
 			return fmt.Errorf("dump: %w", err)
@@ -547,12 +567,29 @@ func runDump(ctx context.Context, m *maint, stdout io.Writer, dir, output string
 			return fmt.Errorf("dump: %w", err)
 		}
 		tmp = nil
+	}
+	if output != "" && !sameFile(output, stdout) {
 		fmt.Fprintf(m.out, "dumped %s to %s: %s, %d bytes of keys and values, %s\n",
 			dir, output, plural(st.Pairs, "pair", "pairs"), st.Bytes, dur(st.Duration))
 		return nil
 	}
 	m.log.Info("caskade: dumped", "dir", dir, "pairs", st.Pairs, "bytes", st.Bytes, "duration", st.Duration)
 	return nil
+}
+
+// sameFile reports whether path is the file w writes to (-o /dev/stdout),
+// where a summary would be written into the dump.
+func sameFile(path string, w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || f == nil {
+		return false
+	}
+	a, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	b, err := f.Stat()
+	return err == nil && os.SameFile(a, b)
 }
 
 func newLoadCmd(h *hooks) *cobra.Command {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -936,4 +937,45 @@ func TestPairCounter(t *testing.T) {
 			t.Errorf("chunk %d: the stream was not passed through unchanged", chunk)
 		}
 	}
+}
+
+// dump -o to a named pipe (or /dev/null, /dev/stdout) writes into it: a
+// temporary file renamed over it would replace the pipe or device with a
+// regular file holding the dump.
+func TestDumpToANamedPipe(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone})
+	want := sample(20)
+	delete(want, "big") // the dump must fit in the pipe's buffer
+	write(t, db, want)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	// Open for reading without waiting for a writer, so that the dump's
+	// open for writing does not block either.
+	rd, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	r := mustRun(t, "dump", dir, "-o", fifo)
+	if !strings.HasPrefix(r.stdout, "dumped "+dir+" to "+fifo+": ") {
+		t.Errorf("dump summary = %q", r.stdout)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode().Type() != os.ModeNamedPipe {
+		t.Fatalf("after dump -o, %s is %v (%v), want the named pipe it was", fifo, fi.Mode(), err)
+	}
+	got, err := io.ReadAll(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := filepath.Join(t.TempDir(), "loaded")
+	if lr := run(t, nil, bytes.NewReader(got), "load", loaded); lr.err != nil {
+		t.Fatalf("load of what the pipe carried (%d bytes): %v", len(got), lr.err)
+	}
+	sameContents(t, "loaded from the pipe", contents(t, loaded), want)
 }
