@@ -979,3 +979,37 @@ func TestDumpToANamedPipe(t *testing.T) {
 	}
 	sameContents(t, "loaded from the pipe", contents(t, loaded), want)
 }
+
+// restore --force removes the database in DIR and leaves every other file
+// alone, those whose names merely end in .tmp too.
+func TestRestoreForceKeepsFilesItDoesNotOwn(t *testing.T) {
+	src := t.TempDir()
+	db := openDB(t, src, &caskade.Options{Sync: caskade.SyncNone})
+	want := map[string]entry{"k": {val: "v"}}
+	write(t, db, want)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(t.TempDir(), "backup")
+	mustRun(t, "backup", src, backup)
+
+	dir := t.TempDir()
+	odb := openDB(t, dir, nil)
+	write(t, odb, map[string]entry{"old": {val: "database"}})
+	if err := odb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	theirs := []string{"notes.tmp", "MANIFEST.json.bak", "0000000001.data.bak", "x.data", "1.hint"}
+	for _, n := range theirs {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("not caskade's"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustRun(t, "restore", "--force", backup, dir)
+	for _, n := range theirs {
+		if b, err := os.ReadFile(filepath.Join(dir, n)); err != nil || string(b) != "not caskade's" {
+			t.Errorf("restore --force removed or changed %s, which caskade does not own: %q, %v", n, b, err)
+		}
+	}
+	sameContents(t, "forced restore", contents(t, dir), want)
+}

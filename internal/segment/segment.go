@@ -50,8 +50,14 @@ const (
 
 // Parse classifies a file name, returning the data file id it belongs to.
 func Parse(name string) (uint32, FileKind) {
-	if strings.HasSuffix(name, tmpExt) {
-		return 0, KindTemp
+	if stem, ok := strings.CutSuffix(name, tmpExt); ok {
+		// Only a data or hint file's name with .tmp after it is ours: a
+		// restore --force or an open removes temporary files, and must not
+		// remove someone else's notes.tmp.
+		if id, kind := Parse(stem); kind == KindData || kind == KindHint {
+			return id, KindTemp
+		}
+		return 0, KindOther
 	}
 	ext := filepath.Ext(name)
 	base := strings.TrimSuffix(name, ext)
