@@ -108,10 +108,18 @@ type LoadOptions struct {
 
 // Load reads a dump stream from r and writes its pairs in large atomic
 // batches, then syncs once. Pairs whose expiry has passed are skipped. On a
-// damaged or cut stream it stops with an error wrapping ErrBadDump; the
-// batches before the damage stay written.
-func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (DumpStats, error) {
+// damaged or cut stream it stops with an error wrapping ErrBadDump that
+// gives the byte offset of the frame at fault; the batches before the
+// damage stay written. On an error, the returned stats count the pairs of
+// those batches only: the ones read after the last batch are not written.
+func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (st DumpStats, err error) {
 	start := time.Now()
+	var written DumpStats // the pairs of the batches written so far
+	defer func() {
+		if err != nil {
+			st = written
+		}
+	}()
 	var o LoadOptions
 	if opts != nil {
 		o = *opts
@@ -119,7 +127,6 @@ func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (DumpSta
 	if o.BatchBytes <= 0 {
 		o.BatchBytes = DefaultLoadBatchBytes
 	}
-	var st DumpStats
 	br := bufio.NewReaderSize(r, 1<<20)
 	hdr := make([]byte, len(dumpHeader))
 	n, err := io.ReadFull(br, hdr)
@@ -140,27 +147,32 @@ func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (DumpSta
 		}
 		b.Reset()
 		pending = 0
+		written = st
 		if o.Progress != nil {
 			o.Progress(st)
 		}
 		return ctx.Err()
 	}
 	var body []byte
+	off := int64(len(dumpHeader)) // where the current frame starts
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s at byte %d", ErrBadDump, fmt.Sprintf(format, args...), off)
+	}
 	for {
 		kind, err := br.ReadByte()
 		if err != nil {
-			return st, fmt.Errorf("%w: stream ends without its end frame after %d pairs", ErrBadDump, st.Pairs)
+			return st, bad("stream ends without its end frame after %d pairs", st.Pairs)
 		}
 		var crc [4]byte
 		if _, err := io.ReadFull(br, crc[:]); err != nil {
-			return st, fmt.Errorf("%w: cut inside a frame", ErrBadDump)
+			return st, bad("cut inside a frame")
 		}
 		want := binary.LittleEndian.Uint32(crc[:])
 		switch kind {
 		case 'e':
 			n, body, err := readUvarint(br, body[:0])
 			if err != nil || crc32.Checksum(body, castagnoli) != want || n != uint64(st.Pairs) {
-				return st, fmt.Errorf("%w: bad end frame (%d pairs read)", ErrBadDump, st.Pairs)
+				return st, bad("bad end frame (%d pairs read)", st.Pairs)
 			}
 			if err := flush(); err != nil {
 				return st, err
@@ -172,7 +184,7 @@ func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (DumpSta
 			return st, nil
 		case 'p':
 		default:
-			return st, fmt.Errorf("%w: unknown frame kind %#x after %d pairs", ErrBadDump, kind, st.Pairs)
+			return st, bad("unknown frame kind %#x after %d pairs", kind, st.Pairs)
 		}
 		var klen, vlen, exp, flags uint64
 		body = body[:0]
@@ -184,16 +196,17 @@ func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (DumpSta
 			}
 		}
 		if err != nil || klen > uint64(db.opts.MaxKeySize) || vlen > uint64(db.opts.MaxValueSize) || flags > 1<<32-1 {
-			return st, fmt.Errorf("%w: bad pair header after %d pairs", ErrBadDump, st.Pairs)
+			return st, bad("bad pair header after %d pairs", st.Pairs)
 		}
 		n := len(body)
 		body = append(body, make([]byte, klen+vlen)...)
 		if _, err := io.ReadFull(br, body[n:]); err != nil {
-			return st, fmt.Errorf("%w: cut inside a pair", ErrBadDump)
+			return st, bad("cut inside a pair")
 		}
 		if crc32.Checksum(body, castagnoli) != want {
-			return st, fmt.Errorf("%w: checksum mismatch in pair %d", ErrBadDump, st.Pairs+1)
+			return st, bad("checksum mismatch in pair %d", st.Pairs+1)
 		}
+		off += int64(1 + len(crc) + len(body))
 		key, val := body[n:n+int(klen)], body[n+int(klen):]
 		st.Pairs++
 		st.Bytes += int64(len(key) + len(val))

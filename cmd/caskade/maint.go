@@ -604,7 +604,9 @@ from FILE, and writes its pairs, with their expiries and flags, into the
 database in DIR (created if missing; keys already there are overwritten).
 It writes in large atomic batches without syncing each one, then syncs once
 at the end. Pairs whose expiry has passed are skipped. A damaged or cut
-stream stops the load with an error; the batches before the damage stay.
+stream stops the load with an error that gives the byte offset of the
+damage; the batches before it stay, and the error says how many pairs they
+hold.
 ` + lockNote,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -682,7 +684,11 @@ func runLoad(ctx context.Context, m *maint, stdin io.Reader, dir, input string, 
 			// not leave an empty one behind for a bad input.
 			os.RemoveAll(dir)
 		}
-		return wrapf(err, dir, "load into %s (stopped after %s)", dir, plural(st.Pairs, "pair", "pairs"))
+		kept := "nothing loaded"
+		if st.Pairs > 0 {
+			kept = plural(st.Pairs, "pair", "pairs") + " loaded before the error stay"
+		}
+		return wrapf(err, dir, "load into %s (%s)", dir, kept)
 	}
 	if cerr != nil {
 		return wrapf(cerr, dir, "close %s", dir)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -1012,4 +1013,49 @@ func TestRestoreForceKeepsFilesItDoesNotOwn(t *testing.T) {
 		}
 	}
 	sameContents(t, "forced restore", contents(t, dir), want)
+}
+
+// A load that stops on a cut stream says how many pairs it wrote (those of
+// the batches before the damage, not every pair it read) and where in the
+// stream the damage is; a load that wrote nothing leaves no database.
+func TestLoadOfACutStreamSaysWhatItWrote(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone})
+	m := map[string]entry{}
+	for i := range 100 {
+		m[fmt.Sprintf("key-%03d", i)] = entry{val: strings.Repeat("v", 50)}
+	}
+	write(t, db, m)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dump := mustRun(t, "dump", dir).stdout
+	cut := dump[:len(dump)*3/4]
+	byteRE := regexp.MustCompile(` at byte (\d+)$`)
+	for _, batch := range []string{"1000", "1000000"} {
+		into := filepath.Join(t.TempDir(), "loaded")
+		r := run(t, nil, strings.NewReader(cut), "load", into, "--batch-bytes", batch)
+		if r.err == nil || !errors.Is(r.err, caskade.ErrBadDump) {
+			t.Fatalf("batch %s: load of a cut stream: %v, want ErrBadDump", batch, r.err)
+		}
+		msg := r.err.Error()
+		if mm := byteRE.FindStringSubmatch(msg); mm == nil || mm[1] == "0" {
+			t.Errorf("batch %s: %q does not say at which byte the stream is cut", batch, msg)
+		} else if at, _ := strconv.Atoi(mm[1]); at > len(cut) || at < len(cut)-70 {
+			t.Errorf("batch %s: %q: the stream is cut in the frame that starts before byte %d", batch, msg, len(cut))
+		}
+		if _, err := os.Stat(into); os.IsNotExist(err) {
+			if !strings.Contains(msg, "(nothing loaded)") {
+				t.Errorf("batch %s: %q, but the load removed the database it made", batch, msg)
+			}
+			continue
+		}
+		n := len(contents(t, into))
+		if n == 0 {
+			t.Errorf("batch %s: %q left an empty database behind", batch, msg)
+		}
+		if want := fmt.Sprintf("(%d pairs loaded before the error stay)", n); !strings.Contains(msg, want) {
+			t.Errorf("batch %s: %q, want it to say %q: the database holds %d keys", batch, msg, want, n)
+		}
+	}
 }
