@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/caskade/caskade/internal/record"
 	"github.com/caskade/caskade/internal/segment"
 	"github.com/caskade/caskade/vfs"
 )
@@ -39,7 +40,9 @@ func (r CheckReport) OK() bool { return len(r.Damage) == 0 }
 
 // Check verifies every record of every data file in dir, and every hint
 // file against its data file, without changing anything, and reports every
-// damaged range. It takes the directory's lock if a writer ever created
+// damaged range; a data file shorter than its (valid) hint file says is
+// damaged from the last record it holds whole to the size the hint
+// records. It takes the directory's lock if a writer ever created
 // one, so it refuses a directory an open database holds. opts supplies FS;
 // other fields are ignored (the size limits bound new writes, not what
 // the files may hold).
@@ -87,29 +90,76 @@ func Check(ctx context.Context, dir string, opts *Options) (CheckReport, error) 
 			continue
 		}
 		rep.Records += len(sr.Hints)
+		hintPath := filepath.Join(dir, segment.HintName(id))
+		hb, err := segment.ReadAll(o.FS, hintPath)
+		hasHint := !errors.Is(err, fs.ErrNotExist)
+		if err != nil && hasHint {
+			return rep, fmt.Errorf("caskade: check: %w", err)
+		}
+		// A hint file is written once its data file is sealed and synced:
+		// a data file shorter than its valid hint file says was cut short
+		// (a truncated copy, a damaged file system), which loses committed
+		// records, deletes too. That is damage, never a torn write.
+		size := int64(len(b))
+		described := hintDataSize(hb, lim)
+		cut := described > size
 		for j, d := range sr.Damage {
-			// Damage running to the end of the newest file with nothing
-			// valid after it is a torn write, not damage.
-			if i == newest && j == len(sr.Damage)-1 && d.End == int64(len(b)) {
-				rep.TornBytes += d.End - d.Offset
-				continue
+			if j == len(sr.Damage)-1 && d.End == size {
+				if cut {
+					rep.Damage = append(rep.Damage, cutShort(path, d.Offset, size, described))
+					cut = false
+					continue
+				}
+				// Damage running to the end of the newest file with
+				// nothing valid after it is a torn write, not damage.
+				if i == newest {
+					rep.TornBytes += d.End - d.Offset
+					continue
+				}
 			}
 			rep.Damage = append(rep.Damage, CheckDamage{Path: path, Offset: d.Offset, End: d.End, Err: d.Err})
 		}
-		hintPath := filepath.Join(dir, segment.HintName(id))
-		hb, err := segment.ReadAll(o.FS, hintPath)
-		if errors.Is(err, fs.ErrNotExist) {
+		if cut {
+			rep.Damage = append(rep.Damage, cutShort(path, size, size, described))
+		}
+		if !hasHint {
 			continue
 		}
-		if err != nil {
-			return rep, fmt.Errorf("caskade: check: %w", err)
-		}
-		if _, err := segment.ReadHints(hb, int64(len(b)), lim); err != nil || len(sr.Damage) > 0 ||
+		if _, err := segment.ReadHints(hb, size, lim); err != nil || len(sr.Damage) > 0 ||
 			!equalBytes(hb, segment.BuildHints(sr.Hints, sr.End)) {
 			rep.BadHints = append(rep.BadHints, hintPath)
 		}
 	}
 	return rep, nil
+}
+
+// cutShort is the damage of a data file of size bytes whose hint file
+// describes described bytes, from offset from on.
+func cutShort(path string, from, size, described int64) CheckDamage {
+	return CheckDamage{Path: path, Offset: from, End: described,
+		Err: fmt.Errorf("%w: the file ends at byte %d, but its hint file describes %d bytes", ErrCorrupt, size, described)}
+}
+
+// hintDataSize returns the data file size that the hint file hb records in
+// its trailer, if hb is a whole, valid hint file for that size, or 0.
+func hintDataSize(hb []byte, lim record.Limits) int64 {
+	if record.CheckHintFileHeader(hb) != nil {
+		return 0
+	}
+	for off := record.FileHeaderSize; off < len(hb); {
+		_, tr, n, err := record.DecodeHint(hb[off:], lim)
+		if err != nil {
+			return 0
+		}
+		off += n
+		if tr != nil {
+			if _, err := segment.ReadHints(hb, tr.DataSize, lim); err != nil {
+				return 0
+			}
+			return tr.DataSize
+		}
+	}
+	return 0
 }
 
 func equalBytes(a, b []byte) bool { return string(a) == string(b) }

@@ -1059,3 +1059,53 @@ func TestLoadOfACutStreamSaysWhatItWrote(t *testing.T) {
 		}
 	}
 }
+
+// A data file shorter than its hint file says lost records that were
+// sealed and synced (here the delete at its end, which brings the deleted
+// key back): check reports that as damage, not as a torn write, whether or
+// not the file is the newest.
+func TestCheckFindsADataFileCutShort(t *testing.T) {
+	for _, newest := range []bool{true, false} {
+		t.Run(fmt.Sprintf("newest=%v", newest), func(t *testing.T) {
+			dir := t.TempDir()
+			db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone, MergeInterval: -1})
+			write(t, db, map[string]entry{"a": {val: "1"}, "b": {val: "2"}, "gone": {val: "3"}})
+			if err := db.Delete([]byte("gone")); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			data := filepath.Join(dir, "0000000001.data")
+			if !newest {
+				// A later file makes 1 a sealed file that is not the newest.
+				db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone, MergeInterval: -1})
+				write(t, db, map[string]entry{"c": {val: "4"}})
+				if err := db.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, "0000000001.hint")); err != nil {
+				t.Fatalf("no hint file for %s: %v", data, err)
+			}
+			fi, err := os.Stat(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(data, fi.Size()-5); err != nil {
+				t.Fatal(err)
+			}
+			r := run(t, nil, nil, "check", dir)
+			if r.err == nil || !errors.Is(r.err, caskade.ErrCorrupt) {
+				t.Errorf("check of a data file cut short: %v, want damage\n%s", r.err, r.stdout)
+			}
+			want := fmt.Sprintf("damaged: %s offset ", data)
+			if !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, fmt.Sprintf("hint file describes %d bytes", fi.Size())) {
+				t.Errorf("check output lacks %q and the size the hint file describes:\n%s", want, r.stdout)
+			}
+			if strings.Contains(r.stdout, "torn tail") {
+				t.Errorf("check calls the lost records a torn tail:\n%s", r.stdout)
+			}
+		})
+	}
+}
