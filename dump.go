@@ -35,8 +35,9 @@ var ErrBadDump = errors.New("caskade: bad dump stream")
 
 // DumpStats counts what Dump or Load handled.
 type DumpStats struct {
-	Pairs    int
-	Bytes    int64 // key and value bytes
+	Pairs    int   // pairs written (by Load: loaded)
+	Bytes    int64 // key and value bytes of those pairs
+	Expired  int   // pairs Load skipped because their expiry had passed
 	Duration time.Duration
 }
 
@@ -155,13 +156,14 @@ func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (st Dump
 	}
 	var body []byte
 	off := int64(len(dumpHeader)) // where the current frame starts
+	read := 0                     // pair frames read
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s at byte %d", ErrBadDump, fmt.Sprintf(format, args...), off)
 	}
 	for {
 		kind, err := br.ReadByte()
 		if err != nil {
-			return st, bad("stream ends without its end frame after %d pairs", st.Pairs)
+			return st, bad("stream ends without its end frame after %d pairs", read)
 		}
 		var crc [4]byte
 		if _, err := io.ReadFull(br, crc[:]); err != nil {
@@ -171,8 +173,8 @@ func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (st Dump
 		switch kind {
 		case 'e':
 			n, body, err := readUvarint(br, body[:0])
-			if err != nil || crc32.Checksum(body, castagnoli) != want || n != uint64(st.Pairs) {
-				return st, bad("bad end frame (%d pairs read)", st.Pairs)
+			if err != nil || crc32.Checksum(body, castagnoli) != want || n != uint64(read) {
+				return st, bad("bad end frame (%d pairs read)", read)
 			}
 			if err := flush(); err != nil {
 				return st, err
@@ -184,7 +186,7 @@ func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (st Dump
 			return st, nil
 		case 'p':
 		default:
-			return st, bad("unknown frame kind %#x after %d pairs", kind, st.Pairs)
+			return st, bad("unknown frame kind %#x after %d pairs", kind, read)
 		}
 		var klen, vlen, exp, flags uint64
 		body = body[:0]
@@ -196,7 +198,7 @@ func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (st Dump
 			}
 		}
 		if err != nil || klen > uint64(db.opts.MaxKeySize) || vlen > uint64(db.opts.MaxValueSize) || flags > 1<<32-1 {
-			return st, bad("bad pair header after %d pairs", st.Pairs)
+			return st, bad("bad pair header after %d pairs", read)
 		}
 		n := len(body)
 		body = append(body, make([]byte, klen+vlen)...)
@@ -204,15 +206,17 @@ func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (st Dump
 			return st, bad("cut inside a pair")
 		}
 		if crc32.Checksum(body, castagnoli) != want {
-			return st, bad("checksum mismatch in pair %d", st.Pairs+1)
+			return st, bad("checksum mismatch in pair %d", read+1)
 		}
 		off += int64(1 + len(crc) + len(body))
 		key, val := body[n:n+int(klen)], body[n+int(klen):]
-		st.Pairs++
-		st.Bytes += int64(len(key) + len(val))
+		read++
 		if exp != 0 && int64(exp) <= now {
+			st.Expired++
 			continue
 		}
+		st.Pairs++
+		st.Bytes += int64(len(key) + len(val))
 		var t time.Time
 		if exp != 0 {
 			t = time.UnixMilli(int64(exp))

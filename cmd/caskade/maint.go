@@ -659,7 +659,7 @@ func runLoad(ctx context.Context, m *maint, stdin io.Reader, dir, input string, 
 	}
 	_, statErr := os.Stat(dir)
 	created := os.IsNotExist(statErr)
-	db, err := caskade.Open(dir, &caskade.Options{Sync: caskade.SyncNone, Logger: m.log, MergeInterval: -1})
+	db, err := caskade.Open(dir, &caskade.Options{Sync: caskade.SyncNone, Logger: m.log, MergeInterval: -1, Now: m.now})
 	if err != nil {
 		return openErr(err, dir)
 	}
@@ -693,7 +693,11 @@ func runLoad(ctx context.Context, m *maint, stdin io.Reader, dir, input string, 
 	if cerr != nil {
 		return wrapf(cerr, dir, "close %s", dir)
 	}
-	fmt.Fprintf(m.out, "loaded %s (%d bytes of keys and values) into %s, %s\n",
-		plural(st.Pairs, "pair", "pairs"), st.Bytes, dir, dur(st.Duration))
+	skipped := ""
+	if st.Expired > 0 {
+		skipped = ", skipped " + plural(st.Expired, "expired pair", "expired pairs")
+	}
+	fmt.Fprintf(m.out, "loaded %s (%d bytes of keys and values) into %s%s, %s\n",
+		plural(st.Pairs, "pair", "pairs"), st.Bytes, dir, skipped, dur(st.Duration))
 	return nil
 }

@@ -1109,3 +1109,34 @@ func TestCheckFindsADataFileCutShort(t *testing.T) {
 		})
 	}
 }
+
+// Pairs whose expiry passed before the load are skipped, and the summary
+// counts them apart from the pairs it loaded.
+func TestLoadCountsExpiredPairsApart(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone})
+	soon := time.Now().Add(time.Hour).UnixMilli()
+	write(t, db, map[string]entry{
+		"stays":   {val: "1", exp: soon + 3600_000, flags: 9},
+		"expires": {val: "2", exp: soon},
+		"forever": {val: "3"},
+	})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "dump")
+	mustRun(t, "dump", dir, "-o", file)
+	into := filepath.Join(t.TempDir(), "loaded")
+	later := time.UnixMilli(soon).Add(time.Minute)
+	r := run(t, &hooks{now: func() time.Time { return later }}, nil, "load", into, "-i", file)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if want := "loaded 2 pairs (14 bytes of keys and values) into " + into + ", skipped 1 expired pair, "; !strings.HasPrefix(r.stdout, want) {
+		t.Errorf("load summary = %q, want it to start %q", r.stdout, want)
+	}
+	sameContents(t, "loaded", contents(t, into), map[string]entry{
+		"stays":   {val: "1", exp: soon + 3600_000, flags: 9},
+		"forever": {val: "3"},
+	})
+}
