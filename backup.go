@@ -240,12 +240,22 @@ func Restore(ctx context.Context, src, dir string, opts *RestoreOptions) error {
 			return err
 		}
 	}
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("caskade: restore: %w", err)
-	}
 	// Force would remove the backup's own files before copying them.
 	if sameDir(fsys, src, dir) {
 		return fmt.Errorf("caskade: restore: %s and %s are the same directory: a backup cannot be restored onto itself", src, dir)
+	}
+	if fi, err := fsys.Stat(dir); err == nil && fi.IsDir() && !o.Force {
+		// Refuse before making a lock file in a directory that has none:
+		// a refused restore leaves it as it was. (Checked again under the
+		// lock.)
+		if _, err := fsys.Stat(filepath.Join(dir, LockFileName)); errors.Is(err, fs.ErrNotExist) {
+			if err := checkEmpty(fsys, dir); err != nil {
+				return err
+			}
+		}
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("caskade: restore: %w", err)
 	}
 	lock, err := fsys.Lock(filepath.Join(dir, LockFileName))
 	if err != nil {

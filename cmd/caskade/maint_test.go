@@ -1140,3 +1140,35 @@ func TestLoadCountsExpiredPairsApart(t *testing.T) {
 		"forever": {val: "3"},
 	})
 }
+
+// A restore refused because DIR is not empty leaves DIR as it was: no lock
+// file appears among the files of a directory it will not touch.
+func TestRefusedRestoreLeavesTheDirectoryAlone(t *testing.T) {
+	src := t.TempDir()
+	db := openDB(t, src, &caskade.Options{Sync: caskade.SyncNone})
+	write(t, db, map[string]entry{"k": {val: "v"}})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(t.TempDir(), "backup")
+	mustRun(t, "backup", src, backup)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, nil, nil, "restore", backup, dir)
+	if r.err == nil || !errors.Is(r.err, caskade.ErrNotEmpty) {
+		t.Fatalf("restore into a non-empty directory: %v, want ErrNotEmpty", r.err)
+	}
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 1 || names[0].Name() != "notes.txt" {
+		var got []string
+		for _, n := range names {
+			got = append(got, n.Name())
+		}
+		t.Errorf("a refused restore left %v in the directory, want only notes.txt", got)
+	}
+}
