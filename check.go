@@ -84,6 +84,19 @@ func Check(ctx context.Context, dir string, opts *Options) (CheckReport, error) 
 		}
 		rep.Files++
 		rep.Bytes += int64(len(b))
+		if len(b) < record.FileHeaderSize {
+			// The newest file is left without a whole header when the
+			// process dies as it creates it (the next open removes it);
+			// any other file had its header synced before a later one was
+			// made.
+			if i == newest {
+				rep.TornBytes += int64(len(b))
+			} else {
+				rep.Damage = append(rep.Damage, CheckDamage{Path: path, Offset: 0, End: int64(len(b)),
+					Err: fmt.Errorf("%w: %d bytes, too short for a file header", ErrCorrupt, len(b))})
+			}
+			continue
+		}
 		sr, err := segment.ScanData(b, path, segment.ScanSalvage, lim)
 		if err != nil {
 			rep.Damage = append(rep.Damage, CheckDamage{Path: path, Offset: 0, End: int64(len(b)), Err: err})

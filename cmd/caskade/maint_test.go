@@ -1172,3 +1172,40 @@ func TestRefusedRestoreLeavesTheDirectoryAlone(t *testing.T) {
 		t.Errorf("a refused restore left %v in the directory, want only notes.txt", got)
 	}
 }
+
+// A process that dies as it creates a new data file leaves it empty or
+// with part of its header; open removes it. check reports no damage for it
+// and --repair copies every key, rather than failing on that file.
+func TestCheckAndRepairWithANewestFileWithoutItsHeader(t *testing.T) {
+	for _, partial := range []string{"", "\x00caskade"} {
+		t.Run(fmt.Sprintf("%d bytes", len(partial)), func(t *testing.T) {
+			dir := t.TempDir()
+			db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone, MergeInterval: -1})
+			want := map[string]entry{"a": {val: "1", flags: 3}, "b": {val: "2"}}
+			write(t, db, want)
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			names, _ := filepath.Glob(filepath.Join(dir, "*.data"))
+			newest := filepath.Join(dir, fmt.Sprintf("%010d.data", len(names)+1))
+			if err := os.WriteFile(newest, []byte(partial), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			repair := filepath.Join(t.TempDir(), "repaired")
+			r := run(t, nil, nil, "check", dir, "--repair", repair)
+			if r.err != nil || strings.Contains(r.stdout, "damaged:") {
+				t.Fatalf("check --repair with a newest file of %d bytes: %v\n%s", len(partial), r.err, r.stdout)
+			}
+			sameContents(t, "repaired", contents(t, repair), want)
+			// The other files are damage: each had its header synced
+			// before a later file was made.
+			older := filepath.Join(dir, "0000000000.data")
+			if err := os.WriteFile(older, []byte(partial), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if r := run(t, nil, nil, "check", dir); r.err == nil || !strings.Contains(r.stdout, "damaged: "+older+" offset 0 ") {
+				t.Errorf("check with an older file of %d bytes: %v\n%s", len(partial), r.err, r.stdout)
+			}
+		})
+	}
+}

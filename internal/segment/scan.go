@@ -47,7 +47,9 @@ type ScanResult struct {
 	End int64
 	// MaxVersion is the highest commit version seen in a committed batch.
 	MaxVersion uint64
-	// Torn is the number of bytes after End that a ScanTail scan dropped.
+	// Torn is the number of bytes after End that a ScanTail scan dropped,
+	// or the length of a file too short for a header that a ScanSalvage
+	// scan found nothing in.
 	Torn int64
 	// Hole, if not 0, is where a ScanTail scan found a page of zeros
 	// before valid records (see zeroPage): the tail it dropped from End on
@@ -82,6 +84,11 @@ func scanData(b []byte, path string, mode ScanMode, lim record.Limits, emit func
 			return res, nil
 		case mode == ScanSalvage && len(b) >= record.FileHeaderSize:
 			res.Damage = append(res.Damage, Damage{Offset: 0, End: record.FileHeaderSize, Err: err})
+		case mode == ScanSalvage && len(b) < record.FileHeaderSize:
+			// Too short for a header: nothing in it to salvage (the newest
+			// file is left so when the process dies as it is created).
+			res.Torn = int64(len(b))
+			return res, nil
 		default:
 			return res, corrupt(0, err)
 		}
