@@ -135,6 +135,7 @@ type maint struct {
 	errw io.Writer // progress bars
 	show bool
 	now  func() time.Time // the clock for expiry (nil: time.Now)
+	bar  atomic.Pointer[progress]
 }
 
 func newMaint(cmd *cobra.Command, h *hooks, verbose bool) *maint {
@@ -147,19 +148,49 @@ func newMaint(cmd *cobra.Command, h *hooks, verbose bool) *maint {
 	if verbose {
 		level = slog.LevelInfo
 	}
-	return &maint{
-		log:  slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level})),
+	m := &maint{
 		out:  cmd.OutOrStdout(),
 		errw: errw,
 		show: h.progress || isTerminal(errw),
 		now:  h.now,
 	}
+	if m.show && logOut == errw {
+		logOut = &barWriter{m: m, w: logOut}
+	}
+	m.log = slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	return m
+}
+
+// barWriter writes log records to the terminal that shows the progress
+// bar: it clears the bar first, so that a record starts a line of its own
+// rather than continuing the bar's, and draws the bar again after it.
+type barWriter struct {
+	m *maint
+	w io.Writer
+}
+
+func (b *barWriter) Write(p []byte) (int, error) {
+	pb := b.m.bar.Load()
+	if !pb.visible() {
+		return b.w.Write(p)
+	}
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	if pb.finished {
+		return b.w.Write(p)
+	}
+	pb.bar.Clear()
+	n, err := b.w.Write(p)
+	pb.bar.RenderBlank()
+	return n, err
 }
 
 // progress starts a progress bar (a spinner if max <= 0) on stderr if it is
 // a terminal; see newProgress.
 func (m *maint) progress(max int64, desc string, bytes, count bool) *progress {
-	return newProgress(m.errw, m.show, max, desc, bytes, count)
+	p := newProgress(m.errw, m.show, max, desc, bytes, count)
+	m.bar.Store(p)
+	return p
 }
 
 // dur formats a duration for a summary line.

@@ -1209,3 +1209,39 @@ func TestCheckAndRepairWithANewestFileWithoutItsHeader(t *testing.T) {
 		})
 	}
 }
+
+// On a terminal, a log record written while a progress bar is drawn starts
+// a line of its own: the bar is cleared first, not continued by the record.
+func TestLogRecordsDoNotContinueTheProgressBar(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone, MergeInterval: -1})
+	write(t, db, map[string]entry{"a": {val: "1"}, "b": {val: "2"}})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A hint file that open ignores, with a warning, during the repair.
+	hint := filepath.Join(dir, "0000000001.hint")
+	if err := os.Truncate(hint, 20); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, &hooks{progress: true}, nil, "check", dir, "--repair", filepath.Join(t.TempDir(), "repaired"))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	logs := 0
+	for i := 0; ; {
+		j := strings.Index(r.stderr[i:], "time=")
+		if j < 0 {
+			break
+		}
+		at := i + j
+		if at > 0 && r.stderr[at-1] != '\n' && r.stderr[at-1] != '\r' {
+			t.Errorf("a log record continues the line before it: %q", r.stderr[max(0, at-30):at+20])
+		}
+		logs++
+		i = at + 1
+	}
+	if logs == 0 {
+		t.Fatalf("no log record on stderr: %q", r.stderr)
+	}
+}

@@ -25,9 +25,10 @@ func isTerminal(w any) bool {
 // terminal (every method of a nil or hidden progress does nothing). It is
 // safe for concurrent use.
 type progress struct {
-	bar   *progressbar.ProgressBar
-	mu    sync.Mutex
-	known bool // the bar has a length; otherwise it is a spinner
+	bar      *progressbar.ProgressBar
+	mu       sync.Mutex
+	known    bool // the bar has a length; otherwise it is a spinner
+	finished bool // done was called
 }
 
 // newProgress returns a bar counting to max, or a spinner if max <= 0,
@@ -87,6 +88,9 @@ func (p *progress) done() {
 	if p == nil || p.bar == nil {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.finished = true
 	p.bar.Finish()
 }
 
