@@ -27,7 +27,8 @@ import (
 //
 // Pairs come in key order. Every frame carries its own checksum, so a
 // stream can be loaded as it arrives and damage is caught where it occurs;
-// the end frame tells a complete dump from a cut one.
+// the end frame tells a complete dump from a cut one, and ends the stream
+// (Load refuses anything after it).
 const dumpHeader = "caskade-dump 1\n"
 
 // ErrBadDump means a dump stream is malformed or damaged.
@@ -175,6 +176,15 @@ func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (st Dump
 			n, body, err := readUvarint(br, body[:0])
 			if err != nil || crc32.Checksum(body, castagnoli) != want || n != uint64(read) {
 				return st, bad("bad end frame (%d pairs read)", read)
+			}
+			// Whatever follows the end frame (a second dump appended,
+			// say) would be dropped without a word.
+			off += int64(1 + len(crc) + len(body))
+			if _, err := br.ReadByte(); err != io.EOF {
+				if err != nil {
+					return st, fmt.Errorf("caskade: read the dump: %w", err)
+				}
+				return st, bad("data after the end frame")
 			}
 			if err := flush(); err != nil {
 				return st, err

@@ -635,7 +635,7 @@ from FILE, and writes its pairs, with their expiries and flags, into the
 database in DIR (created if missing; keys already there are overwritten).
 It writes in large atomic batches without syncing each one, then syncs once
 at the end. Pairs whose expiry has passed are skipped. A damaged or cut
-stream stops the load with an error that gives the byte offset of the
+stream (or one with anything after its end frame) stops the load with an error that gives the byte offset of the
 damage; the batches before it stay, and the error says how many pairs they
 hold.
 ` + lockNote,

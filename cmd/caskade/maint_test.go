@@ -1245,3 +1245,23 @@ func TestLogRecordsDoNotContinueTheProgressBar(t *testing.T) {
 		t.Fatalf("no log record on stderr: %q", r.stderr)
 	}
 }
+
+// The end frame ends a dump: a load of two dumps run together, or of a
+// dump with anything after it, fails instead of dropping the rest unseen.
+func TestLoadRefusesDataAfterTheEndFrame(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone})
+	write(t, db, map[string]entry{"a": {val: "1"}})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dump := mustRun(t, "dump", dir).stdout
+	for _, tail := range []string{dump, "\n", "dumped x to y: 1 pair\n"} {
+		into := filepath.Join(t.TempDir(), "loaded")
+		r := run(t, nil, strings.NewReader(dump+tail), "load", into)
+		want := fmt.Sprintf("data after the end frame at byte %d", len(dump))
+		if r.err == nil || !errors.Is(r.err, caskade.ErrBadDump) || !strings.Contains(r.err.Error(), want) {
+			t.Errorf("load of a dump followed by %q: %v, want an error saying %q", tail[:min(len(tail), 20)], r.err, want)
+		}
+	}
+}
