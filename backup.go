@@ -213,7 +213,8 @@ type RestoreOptions struct {
 // Restore verifies the backup in src against its manifest (every file's
 // size and CRC-32C) and installs it as the database in dir. It refuses a
 // dir that is in use by an open database, and one that is not empty unless
-// opts.Force is set. Nothing is installed unless every file verifies.
+// opts.Force is set. Nothing is installed unless every file verifies, nor
+// from a src that holds a data file the manifest does not list.
 func Restore(ctx context.Context, src, dir string, opts *RestoreOptions) error {
 	var o RestoreOptions
 	if opts != nil {
@@ -231,6 +232,24 @@ func Restore(ctx context.Context, src, dir string, opts *RestoreOptions) error {
 	var m manifest
 	if err := json.Unmarshal(b, &m); err != nil || m.Format != manifestFormat {
 		return &CorruptionError{Path: filepath.Join(src, ManifestName), Err: fmt.Errorf("unreadable manifest (format %d): %v", m.Format, err)}
+	}
+	listed := make(map[string]bool, len(m.Files))
+	for _, f := range m.Files {
+		listed[f.Name] = true
+	}
+	// Backup writes no data file it does not list: one the manifest does
+	// not name means the manifest lost entries, or the backup was opened
+	// and written to after it was taken; restoring without it would lose
+	// its records unseen. (A hint file it does not list is harmless: an
+	// open of the backup may write one for a data file that had none.)
+	names, err := fsys.List(src)
+	if err != nil {
+		return fmt.Errorf("caskade: restore: %w", err)
+	}
+	for _, n := range names {
+		if _, kind := segment.Parse(n); kind == segment.KindData && !listed[n] {
+			return &CorruptionError{Path: filepath.Join(src, ManifestName), Err: fmt.Errorf("the backup holds %s, which the manifest does not list", n)}
+		}
 	}
 	for _, f := range m.Files {
 		if _, kind := segment.Parse(f.Name); (kind != segment.KindData && kind != segment.KindHint) || filepath.Base(f.Name) != f.Name {

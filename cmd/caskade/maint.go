@@ -379,7 +379,8 @@ func newRestoreCmd(h *hooks) *cobra.Command {
 		Short: "Verify the backup in BACKUP and install it as the database in DIR",
 		Long: `Restore verifies every file of the backup in BACKUP against its manifest
 (size and checksum) and installs it as the database in DIR. Nothing is
-installed unless every file verifies. It refuses a DIR that is not empty
+installed unless every file verifies, nor from a backup that holds a data
+file its manifest does not list. It refuses a DIR that is not empty
 unless --force is given, which removes the database already there (files
 caskade does not own are left alone).
 ` + lockNote,

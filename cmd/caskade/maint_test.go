@@ -1265,3 +1265,45 @@ func TestLoadRefusesDataAfterTheEndFrame(t *testing.T) {
 		}
 	}
 }
+
+// A backup directory that holds a data file its manifest does not list (the
+// manifest lost an entry, or the backup was written to after it was taken)
+// is refused: restoring the listed files alone would drop that file's
+// records without a word. A hint file it does not list is harmless.
+func TestRestoreRefusesADataFileTheManifestDoesNotList(t *testing.T) {
+	src := t.TempDir()
+	db := openDB(t, src, &caskade.Options{Sync: caskade.SyncNone, MaxFileSize: 4 << 10, MergeInterval: -1})
+	want := sample(100)
+	delete(want, "big")
+	write(t, db, want)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(t.TempDir(), "backup")
+	mustRun(t, "backup", src, backup)
+	manifest := filepath.Join(backup, caskade.ManifestName)
+	orig, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Drop the entry of the second data file from the manifest.
+	re := regexp.MustCompile(`(?s)\{\s*"name": "0000000002\.data".*?\},?`)
+	if !re.Match(orig) {
+		t.Fatalf("manifest does not list 0000000002.data:\n%s", orig)
+	}
+	if err := os.WriteFile(manifest, re.ReplaceAll(orig, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	into := filepath.Join(t.TempDir(), "restored")
+	r := run(t, nil, nil, "restore", backup, into)
+	if r.err == nil || !errors.Is(r.err, caskade.ErrCorrupt) || !strings.Contains(r.err.Error(), "0000000002.data") {
+		t.Errorf("restore of a backup whose manifest lost a data file: %v, want ErrCorrupt naming it", r.err)
+	}
+	// The same for a hint file is no reason to refuse.
+	re = regexp.MustCompile(`(?s)\{\s*"name": "0000000002\.hint".*?\},?`)
+	if err := os.WriteFile(manifest, re.ReplaceAll(orig, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "restore", backup, into)
+	sameContents(t, "restored", contents(t, into), want)
+}
