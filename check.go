@@ -112,7 +112,9 @@ func Check(ctx context.Context, dir string, opts *Options) (CheckReport, error) 
 		// A hint file is written once its data file is sealed and synced:
 		// a data file shorter than its valid hint file says was cut short
 		// (a truncated copy, a damaged file system), which loses committed
-		// records, deletes too. That is damage, never a torn write.
+		// records, deletes too. That is damage, never a torn write; so is
+		// damage at the end of a file of the size its hint file records
+		// (which open reads instead of scanning the file).
 		size := int64(len(b))
 		described := hintDataSize(hb, lim)
 		cut := described > size
@@ -125,7 +127,7 @@ func Check(ctx context.Context, dir string, opts *Options) (CheckReport, error) 
 				}
 				// Damage running to the end of the newest file with
 				// nothing valid after it is a torn write, not damage.
-				if i == newest {
+				if i == newest && described != size {
 					rep.TornBytes += d.End - d.Offset
 					continue
 				}

@@ -1307,3 +1307,45 @@ func TestRestoreRefusesADataFileTheManifestDoesNotList(t *testing.T) {
 	mustRun(t, "restore", backup, into)
 	sameContents(t, "restored", contents(t, into), want)
 }
+
+// Damage in the last record of the newest data file is a torn write only
+// if the file may have been cut by a crash: a file of the size its valid
+// hint file records was sealed and synced whole, and open reads the hint
+// file rather than cutting anything, so check reports the damage.
+func TestCheckFindsDamageAtTheEndOfASealedNewestFile(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone, MergeInterval: -1})
+	write(t, db, map[string]entry{"a": {val: "1"}, "b": {val: "2"}})
+	write(t, db, map[string]entry{"last": {val: "the last value"}}) // the file's last record
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "0000000001.data")
+	if _, err := os.Stat(filepath.Join(dir, "0000000001.hint")); err != nil {
+		t.Fatalf("no hint file for %s: %v", data, err)
+	}
+	b, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.LastIndex(b, []byte("the last value"))
+	if at < 0 {
+		t.Fatalf("%s does not hold the last value", data)
+	}
+	flipByte(t, data, int64(at+3))
+	r := run(t, nil, nil, "check", dir)
+	if r.err == nil || !errors.Is(r.err, caskade.ErrCorrupt) || !strings.Contains(r.stdout, "damaged: "+data+" offset ") {
+		t.Errorf("check of a sealed newest file damaged at its end: %v, want damage\n%s", r.err, r.stdout)
+	}
+	if strings.Contains(r.stdout, "torn tail") {
+		t.Errorf("check calls the damage a torn tail:\n%s", r.stdout)
+	}
+	// Without its hint file the file may have been cut by a crash: the
+	// same bytes are a torn tail that open cuts off.
+	if err := os.Remove(filepath.Join(dir, "0000000001.hint")); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, nil, nil, "check", dir); r.err != nil || !strings.Contains(r.stdout, "torn tail: ") {
+		t.Errorf("check of a newest file without a hint file, damaged at its end: %v, want a torn tail\n%s", r.err, r.stdout)
+	}
+}
