@@ -161,21 +161,30 @@ func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (st Dump
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s at byte %d", ErrBadDump, fmt.Sprintf(format, args...), off)
 	}
+	// badRead is bad for a read that failed because the stream ended or
+	// is malformed; a failed read of r (an I/O error, a cancelled ctx)
+	// is reported as what it is.
+	badRead := func(err error, format string, args ...any) error {
+		if err == nil || err == io.EOF || err == io.ErrUnexpectedEOF || errors.Is(err, ErrBadDump) {
+			return bad(format, args...)
+		}
+		return fmt.Errorf("caskade: read the dump at byte %d: %w", off, err)
+	}
 	for {
 		kind, err := br.ReadByte()
 		if err != nil {
-			return st, bad("stream ends without its end frame after %d pairs", read)
+			return st, badRead(err, "stream ends without its end frame after %d pairs", read)
 		}
 		var crc [4]byte
 		if _, err := io.ReadFull(br, crc[:]); err != nil {
-			return st, bad("cut inside a frame")
+			return st, badRead(err, "cut inside a frame")
 		}
 		want := binary.LittleEndian.Uint32(crc[:])
 		switch kind {
 		case 'e':
 			n, body, err := readUvarint(br, body[:0])
 			if err != nil || crc32.Checksum(body, castagnoli) != want || n != uint64(read) {
-				return st, bad("bad end frame (%d pairs read)", read)
+				return st, badRead(err, "bad end frame (%d pairs read)", read)
 			}
 			// Whatever follows the end frame (a second dump appended,
 			// say) would be dropped without a word.
@@ -208,12 +217,12 @@ func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (st Dump
 			}
 		}
 		if err != nil || klen > uint64(db.opts.MaxKeySize) || vlen > uint64(db.opts.MaxValueSize) || flags > 1<<32-1 {
-			return st, bad("bad pair header after %d pairs", read)
+			return st, badRead(err, "bad pair header after %d pairs", read)
 		}
 		n := len(body)
 		body = append(body, make([]byte, klen+vlen)...)
 		if _, err := io.ReadFull(br, body[n:]); err != nil {
-			return st, bad("cut inside a pair")
+			return st, badRead(err, "cut inside a pair")
 		}
 		if crc32.Checksum(body, castagnoli) != want {
 			return st, bad("checksum mismatch in pair %d", read+1)

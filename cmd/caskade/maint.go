@@ -577,6 +577,11 @@ func runDump(ctx context.Context, m *maint, stdout io.Writer, dir, output string
 		}()
 		w = tmp
 	}
+	if tmp == nil {
+		// A pipe or device may block a write for as long as its reader
+		// likes: SIGINT and SIGTERM still stop the dump.
+		w = newCtxWriter(ctx, w)
+	}
 	pb := m.progress(int64(db.Stats().Keys), "dumping", false, true)
 	if pb.visible() {
 		w = &pairCounter{w: w, onPairs: pb.set}
@@ -695,7 +700,7 @@ func runLoad(ctx context.Context, m *maint, stdin io.Reader, dir, input string, 
 	if err != nil {
 		return openErr(err, dir)
 	}
-	cr := &countingReader{r: r}
+	cr := &countingReader{r: newCtxReader(ctx, r)}
 	opts := &caskade.LoadOptions{BatchBytes: batch}
 	pb := m.progress(size, "loading", size > 0, size <= 0)
 	if pb.visible() {

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -1347,5 +1348,66 @@ func TestCheckFindsDamageAtTheEndOfASealedNewestFile(t *testing.T) {
 	}
 	if r := run(t, nil, nil, "check", dir); r.err != nil || !strings.Contains(r.stdout, "torn tail: ") {
 		t.Errorf("check of a newest file without a hint file, damaged at its end: %v, want a torn tail\n%s", r.err, r.stdout)
+	}
+}
+
+// blockedIO is a reader and writer whose every call blocks until the test
+// ends, as a pipe whose other end neither writes nor reads does. started is
+// closed at the first call.
+type blockedIO struct {
+	started chan struct{}
+	once    sync.Once
+	release chan struct{}
+}
+
+func (b *blockedIO) block() {
+	b.once.Do(func() { close(b.started) })
+	<-b.release
+}
+
+func (b *blockedIO) Read(p []byte) (int, error)  { b.block(); return 0, io.EOF }
+func (b *blockedIO) Write(p []byte) (int, error) { b.block(); return 0, io.ErrClosedPipe }
+
+// SIGINT and SIGTERM (which end the command's context) stop a load that
+// waits for input and a dump that waits for its output to be read.
+func TestLoadAndDumpStopWhenBlockedOnAPipe(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone})
+	write(t, db, map[string]entry{"a": {val: "1"}})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dump := mustRun(t, "dump", dir).stdout
+	for _, args := range [][]string{{"load", filepath.Join(t.TempDir(), "loaded")}, {"dump", dir}} {
+		t.Run(args[0], func(t *testing.T) {
+			b := &blockedIO{started: make(chan struct{}), release: make(chan struct{})}
+			defer close(b.release)
+			root := newRootCmd(nil)
+			var errb bytes.Buffer
+			root.SetErr(&errb)
+			// A load blocks after the header and the first pair, where a
+			// failed read is not a cut stream.
+			root.SetIn(io.MultiReader(strings.NewReader(dump[:len(dump)-8]), b))
+			root.SetOut(b)
+			root.SetArgs(args)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- root.ExecuteContext(ctx) }()
+			select {
+			case <-b.started:
+			case err := <-done:
+				t.Fatalf("caskade %s ended before it blocked: %v", args[0], err)
+			}
+			cancel() // as SIGINT does
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) || errors.Is(err, caskade.ErrBadDump) {
+					t.Errorf("caskade %s stopped with %v, want context.Canceled (and no bad dump)", args[0], err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("caskade %s still blocked 10s after its context ended", args[0])
+			}
+		})
 	}
 }
