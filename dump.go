@@ -11,7 +11,22 @@ import (
 	"time"
 )
 
-// The dump format is a stream that Dump writes and Load reads:
+// dumpHeader begins every dump stream; see Dump for the format.
+const dumpHeader = "caskade-dump 1\n"
+
+// ErrBadDump means a dump stream is malformed or damaged.
+var ErrBadDump = errors.New("caskade: bad dump stream")
+
+// DumpStats counts what Dump or Load handled.
+type DumpStats struct {
+	Pairs    int   // pairs written (by Load: loaded)
+	Bytes    int64 // key and value bytes of those pairs
+	Expired  int   // pairs Load skipped because their expiry had passed
+	Duration time.Duration
+}
+
+// Dump writes every live pair of a snapshot taken now to w in the dump
+// format, in key order. Load reads it. The format is:
 //
 //	"caskade-dump 1\n"                   the header
 //	then one frame per pair:
@@ -29,21 +44,6 @@ import (
 // stream can be loaded as it arrives and damage is caught where it occurs;
 // the end frame tells a complete dump from a cut one, and ends the stream
 // (Load refuses anything after it).
-const dumpHeader = "caskade-dump 1\n"
-
-// ErrBadDump means a dump stream is malformed or damaged.
-var ErrBadDump = errors.New("caskade: bad dump stream")
-
-// DumpStats counts what Dump or Load handled.
-type DumpStats struct {
-	Pairs    int   // pairs written (by Load: loaded)
-	Bytes    int64 // key and value bytes of those pairs
-	Expired  int   // pairs Load skipped because their expiry had passed
-	Duration time.Duration
-}
-
-// Dump writes every live pair of a snapshot taken now to w in the dump
-// format, in key order.
 func (db *DB) Dump(ctx context.Context, w io.Writer) (DumpStats, error) {
 	start := time.Now()
 	var st DumpStats

@@ -498,7 +498,8 @@ func newDumpCmd(h *hooks) *cobra.Command {
 		Long: `Dump writes every live key of the database in DIR, in key order, with its
 value, expiry and flags, as a caskade dump stream: a header line
 "caskade-dump 1", then one CRC-checked frame per pair, then an end frame
-with the pair count (see the caskade package for the format). Load reads it.
+with the pair count (the format is in "go doc github.com/caskade/caskade
+DB.Dump"). Load reads it.
 
 It writes to standard output (never to a terminal; also with -o -), or
 with -o to FILE, which appears only once the dump is complete, with mode
