@@ -230,8 +230,11 @@ func Restore(ctx context.Context, src, dir string, opts *RestoreOptions) error {
 		return fmt.Errorf("caskade: restore: %s is not a complete backup: %w", src, err)
 	}
 	var m manifest
-	if err := json.Unmarshal(b, &m); err != nil || m.Format != manifestFormat {
-		return &CorruptionError{Path: filepath.Join(src, ManifestName), Err: fmt.Errorf("unreadable manifest (format %d): %v", m.Format, err)}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return &CorruptionError{Path: filepath.Join(src, ManifestName), Err: fmt.Errorf("unreadable manifest: %v", err)}
+	}
+	if m.Format != manifestFormat {
+		return &CorruptionError{Path: filepath.Join(src, ManifestName), Err: fmt.Errorf("manifest format %d, want %d", m.Format, manifestFormat)}
 	}
 	listed := make(map[string]bool, len(m.Files))
 	for _, f := range m.Files {

@@ -1411,3 +1411,32 @@ func TestLoadAndDumpStopWhenBlockedOnAPipe(t *testing.T) {
 		})
 	}
 }
+
+// A manifest restore cannot read says why in words, not "<nil>".
+func TestRestoreOfAnUnreadableManifestSaysWhy(t *testing.T) {
+	src := t.TempDir()
+	db := openDB(t, src, &caskade.Options{Sync: caskade.SyncNone})
+	write(t, db, map[string]entry{"k": {val: "v"}})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(t.TempDir(), "backup")
+	mustRun(t, "backup", src, backup)
+	manifest := filepath.Join(backup, caskade.ManifestName)
+	orig, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ manifest, want string }{
+		{strings.Replace(string(orig), `"format": 1`, `"format": 2`, 1), "manifest format 2, want 1"},
+		{"{", "unreadable manifest: unexpected end of JSON input"},
+	} {
+		if err := os.WriteFile(manifest, []byte(c.manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := run(t, nil, nil, "restore", backup, filepath.Join(t.TempDir(), "restored"))
+		if r.err == nil || !errors.Is(r.err, caskade.ErrCorrupt) || !strings.HasSuffix(r.err.Error(), c.want) {
+			t.Errorf("restore with a manifest of %.20q: %v, want ErrCorrupt ending %q", c.manifest, r.err, c.want)
+		}
+	}
+}
