@@ -639,7 +639,8 @@ func newLoadCmd(h *hooks) *cobra.Command {
 		Short: "Import a dump stream into the database in DIR",
 		Long: `Load reads a caskade dump stream (see dump) from standard input, or with -i
 from FILE, and writes its pairs, with their expiries and flags, into the
-database in DIR (created if missing; keys already there are overwritten).
+database in DIR (created if DIR is missing or empty; keys already there are
+overwritten).
 It writes in large atomic batches without syncing each one, then syncs once
 at the end. Pairs whose expiry has passed are skipped. A damaged or cut
 stream (or one with anything after its end frame) stops the load with an error that gives the byte offset of the
@@ -695,8 +696,15 @@ func runLoad(ctx context.Context, m *maint, stdin io.Reader, dir, input string, 
 	} else if isTerminal(stdin) {
 		return errors.New("load: refusing to read a dump from a terminal (use -i FILE or redirect standard input)")
 	}
-	_, statErr := os.Stat(dir)
+	fi, statErr := os.Stat(dir)
 	created := os.IsNotExist(statErr)
+	if statErr == nil && fi.IsDir() && requireDatabase(dir) != nil {
+		// As for the other commands, a mistyped path to another directory
+		// must not get a lock file and data files among its own.
+		if names, err := os.ReadDir(dir); err == nil && len(names) > 0 {
+			return fmt.Errorf("load: %s is not empty and holds no caskade database (load makes one only in a new or empty directory)", dir)
+		}
+	}
 	db, err := caskade.Open(dir, &caskade.Options{Sync: caskade.SyncNone, Logger: m.log, MergeInterval: -1, Now: m.now})
 	if err != nil {
 		return openErr(err, dir)

@@ -1440,3 +1440,35 @@ func TestRestoreOfAnUnreadableManifestSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// load makes a database in a new or empty directory, or loads into one,
+// but refuses a mistyped path to a directory of other files rather than
+// writing a lock file and data files among them.
+func TestLoadRefusesADirectoryOfOtherFiles(t *testing.T) {
+	src := t.TempDir()
+	db := openDB(t, src, &caskade.Options{Sync: caskade.SyncNone})
+	want := map[string]entry{"k": {val: "v"}}
+	write(t, db, want)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dump := mustRun(t, "dump", src).stdout
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, nil, strings.NewReader(dump), "load", other)
+	if r.err == nil || !strings.Contains(r.err.Error(), "holds no caskade database") {
+		t.Errorf("load into a directory of other files: %v, want a refusal", r.err)
+	}
+	if names, _ := os.ReadDir(other); len(names) != 1 {
+		t.Errorf("a refused load left %d files in the directory, want only notes.txt", len(names))
+	}
+	for _, dir := range []string{t.TempDir(), filepath.Join(t.TempDir(), "new"), src} {
+		if r := run(t, nil, strings.NewReader(dump), "load", dir); r.err != nil {
+			t.Errorf("load into %s: %v", dir, r.err)
+			continue
+		}
+		sameContents(t, "loaded", contents(t, dir), want)
+	}
+}
