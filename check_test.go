@@ -177,3 +177,28 @@ func flip(b []byte, i int) []byte {
 	c[i] ^= 1
 	return c
 }
+
+// Load never lets a batch grow past BatchBytes by more than one pair: a
+// large pair on top of an almost full batch is written in a batch of its
+// own, so batches stay within MaxBatchSize when BatchBytes is half of it.
+func TestLoadKeepsBatchesWithinMaxBatchSize(t *testing.T) {
+	src := openTest(t, t.TempDir(), nil)
+	want := map[string]string{"a": string(bytes.Repeat([]byte("a"), 31<<10)), "b": string(bytes.Repeat([]byte("b"), 33<<10))}
+	for k, v := range want {
+		if err := src.Set([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := src.Dump(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	dst := openTest(t, t.TempDir(), &Options{MaxBatchSize: 64 << 10})
+	st, err := dst.Load(context.Background(), &buf, &LoadOptions{BatchBytes: 32 << 10})
+	if err != nil || st.Pairs != 2 {
+		t.Fatalf("load: %+v, %v", st, err)
+	}
+	if got := contents(t, dst); !maps.Equal(got, want) {
+		t.Fatalf("loaded %d keys, want %d", len(got), len(want))
+	}
+}

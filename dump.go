@@ -234,6 +234,13 @@ func (db *DB) Load(ctx context.Context, r io.Reader, opts *LoadOptions) (st Dump
 			st.Expired++
 			continue
 		}
+		if pending > 0 && pending+len(key)+len(val) > o.BatchBytes {
+			// Write what is pending first: a large pair on top of an
+			// almost full batch could pass MaxBatchSize.
+			if err := flush(); err != nil {
+				return st, err
+			}
+		}
 		st.Pairs++
 		st.Bytes += int64(len(key) + len(val))
 		var t time.Time
