@@ -527,16 +527,24 @@ func runDump(ctx context.Context, m *maint, stdout io.Writer, dir, output string
 		return errors.New("dump: refusing to write a binary dump to a terminal (use -o FILE or redirect standard output)")
 	}
 	special := false // output is a device, pipe or socket: written as it is
+	target := output // the file written: output, or what it links to
 	if output != "" {
+		// A temporary file renamed over a symbolic link (-o latest.dump,
+		// -o /dev/stdout) would replace the link: write where it points.
+		if fi, err := os.Lstat(output); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			if t, err := filepath.EvalSymlinks(output); err == nil {
+				target = t
+			}
+		}
 		// Found now rather than by the rename at the end of the dump.
-		fi, err := os.Stat(output)
+		fi, err := os.Stat(target)
 		if err == nil && fi.IsDir() {
 			return fmt.Errorf("dump: -o %s is a directory (give a file name)", output)
 		}
 		// A temporary file renamed over /dev/null, /dev/stdout or a named
 		// pipe would replace it with a regular file.
 		special = err == nil && !fi.Mode().IsRegular()
-		if err := requireDir(filepath.Dir(output)); err != nil && !special {
+		if err := requireDir(filepath.Dir(target)); err != nil && !special {
 			return fmt.Errorf("dump: -o %s: %w", output, err)
 		}
 	}
@@ -552,7 +560,7 @@ func runDump(ctx context.Context, m *maint, stdout io.Writer, dir, output string
 	w := stdout
 	var tmp *os.File
 	if special {
-		f, err := os.OpenFile(output, os.O_WRONLY, 0)
+		f, err := os.OpenFile(target, os.O_WRONLY, 0)
 		if err != nil {
 			return fmt.Errorf("dump: %w", err)
 		}
@@ -566,7 +574,7 @@ func runDump(ctx context.Context, m *maint, stdout io.Writer, dir, output string
 		}
 		w = f
 	} else if output != "" {
-		tmp, err = os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+".tmp-*")
+		tmp, err = os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
 		if err != nil {
 			return fmt.Errorf("dump: %w", err)
 		}
@@ -599,14 +607,14 @@ func runDump(ctx context.Context, m *maint, stdout io.Writer, dir, output string
 		if err := tmp.Close(); err != nil {
 			return fmt.Errorf("dump: %w", err)
 		}
-		if err := os.Rename(tmp.Name(), output); err != nil {
+		if err := os.Rename(tmp.Name(), target); err != nil {
 			os.Remove(tmp.Name())
 			tmp = nil
 			return fmt.Errorf("dump: %w", err)
 		}
 		tmp = nil
 	}
-	if output != "" && !sameFile(output, stdout) {
+	if output != "" && !sameFile(target, stdout) {
 		fmt.Fprintf(m.out, "dumped %s to %s: %s, %d bytes of keys and values, %s\n",
 			dir, output, plural(st.Pairs, "pair", "pairs"), st.Bytes, dur(st.Duration))
 		return nil

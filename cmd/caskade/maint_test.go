@@ -1472,3 +1472,41 @@ func TestLoadRefusesADirectoryOfOtherFiles(t *testing.T) {
 		sameContents(t, "loaded", contents(t, dir), want)
 	}
 }
+
+// dump -o through a symbolic link (-o latest.dump, -o /dev/stdout into a
+// file) writes the file the link points to and leaves the link in place,
+// rather than renaming the dump over the link.
+func TestDumpThroughASymlink(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone})
+	want := map[string]entry{"k": {val: "v", flags: 5}}
+	write(t, db, want)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	real := filepath.Join(out, "real.dump")
+	link := filepath.Join(out, "latest.dump")
+	if err := os.WriteFile(real, []byte("an older dump"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real.dump", link); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "dump", dir, "-o", link)
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("after dump -o %s it is %v (%v), want the symbolic link it was", link, fi.Mode(), err)
+	}
+	b, err := os.ReadFile(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := filepath.Join(t.TempDir(), "loaded")
+	if r := run(t, nil, bytes.NewReader(b), "load", loaded); r.err != nil {
+		t.Fatalf("load of the file the link points to: %v", r.err)
+	}
+	sameContents(t, "loaded", contents(t, loaded), want)
+	if leftovers, _ := filepath.Glob(filepath.Join(out, ".*")); len(leftovers) != 0 {
+		t.Errorf("dump left temporary files: %v", leftovers)
+	}
+}
