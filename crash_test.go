@@ -260,6 +260,41 @@ func TestTruncationSweep(t *testing.T) {
 	}
 }
 
+// TestTruncatedSealedFile cuts a data file that has a hint file, as a
+// truncated copy or a damaged file system can: a sealed file was synced
+// at the size its hint file records, so records missing from its end were
+// lost, not torn. Open must refuse it, naming the file, rather than cut
+// it as the torn tail of the newest file (and lose a delete silently);
+// Salvage opens it with what is left.
+func TestTruncatedSealedFile(t *testing.T) {
+	const n = 12
+	base := buildDB(t, n)
+	data := filepath.Join("/db", segment.DataName(1))
+	b, _ := segment.ReadAll(base, data)
+	if _, err := base.Stat(filepath.Join("/db", segment.HintName(1))); err != nil {
+		t.Fatalf("the test needs the sealed file's hint file: %v", err)
+	}
+	last := record.HeaderSize + 4 + len(fmt.Sprintf("value-%03d-", n-1)) + n - 1
+	for _, cut := range []int{len(b) - last, len(b) - 1} {
+		fs := base.Crash(vfs.CrashOptions{})
+		rewrite(t, fs, data, func(b []byte) []byte { return b[:cut] })
+		_, err := Open("/db", &Options{FS: fs, ExpiryPeriod: -1})
+		var ce *CorruptionError
+		if !errors.As(err, &ce) || ce.Path != data {
+			t.Fatalf("cut at %d of %d: Open: %v, want a CorruptionError for %s", cut, len(b), err, data)
+		}
+		db, err := Open("/db", &Options{FS: fs, ExpiryPeriod: -1, Salvage: true})
+		if err != nil {
+			t.Fatalf("cut at %d: salvage: %v", cut, err)
+		}
+		got := contents(t, db)
+		if len(got) != n-1 {
+			t.Fatalf("cut at %d: salvage kept %d keys, want the %d before the cut", cut, len(got), n-1)
+		}
+		db.Close()
+	}
+}
+
 // TestLostPage zeroes, in turn, each whole page of the newest data file,
 // as a power cut can leave it when writeback stored later pages of its
 // unsynced tail but not that one: Open succeeds, keeps every record that

@@ -334,6 +334,20 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool) fileResult {
 				return res
 			}
 		}
+		if described := hintDataSize(b, db.lim); described > st.Size() {
+			// A hint file is written once its data file is sealed and
+			// synced at the size it records: a data file shorter than
+			// that lost committed records (a truncated copy, a damaged
+			// file system), deletes among them, which no torn write
+			// explains. Scanning what is left would accept the loss.
+			loss := &CorruptionError{Path: dataPath, Offset: st.Size(),
+				Err: fmt.Errorf("the file ends at byte %d, but its hint file records %d bytes: records were lost", st.Size(), described)}
+			if !db.opts.Salvage {
+				res.err = loss
+				return res
+			}
+			db.opts.Logger.Error("caskade: salvage reads a data file cut short", "err", loss)
+		}
 		db.opts.Logger.Warn("caskade: ignoring hint file, scanning the data file", "hint", hintPath, "err", err)
 	}
 	b, err := segment.ReadAll(db.fs, dataPath)
