@@ -415,6 +415,10 @@ func verify(ctx context.Context, fsys vfs.FS, path string, want manifestFile, o 
 		}
 		return err
 	}
+	if !fi.Mode().IsRegular() {
+		// A named pipe would block the restore, a device read from it.
+		return &CorruptionError{Path: path, Err: fmt.Errorf("not a regular file (%v)", fi.Mode().Type())}
+	}
 	if fi.Size() != want.Size {
 		return &CorruptionError{Path: path, Err: fmt.Errorf("size %d, manifest says %d", fi.Size(), want.Size)}
 	}

@@ -140,6 +140,15 @@ func TestRestoreRefusesAndVerifies(t *testing.T) {
 	if names, _ := os.ReadDir(fresh); len(names) > 0 {
 		t.Fatalf("damaged restore left %d files", len(names))
 	}
+	// A named pipe in place of a data file would block the restore for
+	// ever: it is refused as not a regular file, without reading it.
+	os.Remove(data)
+	if err := syscall.Mkfifo(data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Restore(context.Background(), backupDir, fresh, nil); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("restore of a backup holding a named pipe: %v", err)
+	}
 	os.Remove(filepath.Join(backupDir, ManifestName))
 	if err := Restore(context.Background(), backupDir, fresh, nil); err == nil {
 		t.Fatal("restored a backup without a manifest")

@@ -194,7 +194,8 @@ func newestWriterFile(fsys vfs.FS, dir string, ids []uint32) int {
 // directory dst: it opens dir read-only with Options.Salvage, so damaged
 // ranges are skipped, and copies every live key, with its value and expiry,
 // into a fresh database. The source is never changed. It returns how many
-// keys it copied.
+// keys it copied. Where a damaged record was a key's newer value or its
+// delete, the copy has the key's older value, or the deleted key, back.
 func Repair(ctx context.Context, dir, dst string, opts *Options) (int, error) {
 	var o Options
 	if opts != nil {

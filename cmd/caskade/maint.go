@@ -432,7 +432,9 @@ status 1 if it finds damage.
 
 With --repair DEST it also writes a salvaged copy of the database into DEST
 (a new or empty directory): every key whose record is undamaged, with its
-value, expiry and flags. DIR is never changed.
+value, expiry and flags. DIR is never changed. A salvage cannot know what a
+damaged record held: where it was a key's newer value or its delete, the
+copy has the key's older value, or the deleted key, back.
 ` + lockNote,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
