@@ -23,8 +23,9 @@ type CheckReport struct {
 	// TornBytes counts the bytes of an unfinished last write at the end of
 	// the newest data file, which Open cuts off; it is not damage.
 	TornBytes int64
-	// BadHints names hint files that do not match their data files (Open
-	// ignores them and scans the data file).
+	// BadHints names hint files that do not match their data files. Open
+	// ignores one that does not fit its data file's size and scans the
+	// data file, but trusts one that fits; removing it makes Open scan.
 	BadHints []string
 }
 

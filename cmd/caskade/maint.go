@@ -464,7 +464,7 @@ func runCheck(ctx context.Context, m *maint, dir, repair string) error {
 		fmt.Fprintf(m.out, "torn tail: %d bytes at the end of the newest data file (an unfinished write, or space allocated ahead of appends, that the next open cuts off; not damage)\n", rep.TornBytes)
 	}
 	for _, p := range rep.BadHints {
-		fmt.Fprintf(m.out, "bad hint file: %s (open ignores it and scans the data file)\n", p)
+		fmt.Fprintf(m.out, "bad hint file: %s (it does not match its data file; remove it, and the next open scans the data file instead)\n", p)
 	}
 	found := "no damage"
 	if !rep.OK() {
