@@ -24,6 +24,14 @@ func isCursorKey(k []byte) bool {
 // (default: prefix). Keys that cannot appear on a VALUE line (longer than
 // 250 bytes, or with spaces, control characters or the reserved 0xff
 // prefix) are skipped. It returns an error line, or "" on success.
+// maxCursorSkips bounds the keys a cursor request skips because they
+// cannot appear on a VALUE line.
+const maxCursorSkips = 100_000
+
+// errCursorSkips is the reply of a cursor request that met maxCursorSkips
+// such keys before any it could list.
+const errCursorSkips = "CLIENT_ERROR cursor: too many keys in a row that cannot be listed (spaces, control characters or over 250 bytes); start after them"
+
 func (ss *session) cursor(k []byte, withCas bool) string {
 	q, err := url.ParseQuery(string(k[1:]))
 	if err != nil {
@@ -54,10 +62,22 @@ func (ss *session) cursor(k []byte, withCas bool) string {
 		return serverError(err)
 	}
 	defer it.Close()
-	n := 0
+	n, skipped := 0, 0
+	maxSkips := ss.s.cursorSkips
+	if maxSkips <= 0 {
+		maxSkips = maxCursorSkips
+	}
 	for ok := it.Seek(begin); ok && n < limit; ok = it.Next() {
 		key := it.Key()
 		if !validKey(key) {
+			if skipped++; skipped >= maxSkips {
+				// A request scans at most limit keys it lists and this
+				// many it cannot, on the event loop.
+				if n == 0 {
+					return errCursorSkips
+				}
+				break // a short page: the next one goes on from its last key
+			}
 			continue
 		}
 		val := it.Value()

@@ -99,7 +99,9 @@
 // begins at the first key >= S instead of P, so a client can page by
 // passing the last key it got plus a zero byte (%00). Keys that cannot
 // appear on a VALUE line (binary keys with spaces or control characters,
-// keys longer than 250 bytes) are skipped.
+// keys longer than 250 bytes) are skipped, up to 100000 of them per
+// request: a page that meets more ends early, and one that meets them
+// before any key it can list gets a CLIENT_ERROR.
 //
 // # Differences from memcached
 //

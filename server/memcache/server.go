@@ -132,6 +132,8 @@ type Server struct {
 	loops      netloop.Pool
 	turns      []*turnCommits // of each loop
 	syncAlways bool           // the DB syncs every commit: commands that write leave the loops
+
+	cursorSkips int // keys a cursor request may skip (0: maxCursorSkips; tests lower it)
 }
 
 func (s *Server) init() {

@@ -897,3 +897,26 @@ func TestPipelinedSetsFailTogether(t *testing.T) {
 		}
 	}
 }
+
+// TestCursorSkipLimit checks that a cursor request skips a bounded number
+// of keys it cannot list: a page ends early once it has listed some, and
+// a request that meets only such keys is refused rather than answered as
+// if the prefix held nothing more.
+func TestCursorSkipLimit(t *testing.T) {
+	ts := startServer(t, func(s *Server) { s.cursorSkips = 5 })
+	set := func(k string) {
+		t.Helper()
+		if err := ts.db.Set([]byte(k), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("p:a")
+	for i := range 10 {
+		set(fmt.Sprintf("p:b %d", i)) // a space: cannot be listed
+	}
+	set("p:c")
+	c := ts.dial(t)
+	c.do("get ?type=cursor&prefix=p:\r\n", "VALUE p:a 0 1\r\nv\r\nEND\r\n")
+	c.do("get ?type=cursor&prefix=p:&start=p:a%00\r\n", errCursorSkips+"\r\n")
+	c.do("get ?type=cursor&prefix=p:&start=p:b%209%00\r\n", "VALUE p:c 0 1\r\nv\r\nEND\r\n")
+}
