@@ -3,93 +3,11 @@ package client_test
 import (
 	"context"
 	"errors"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/caskade/caskade/client"
-	"github.com/caskade/caskade/resp"
 )
-
-// stepServer is a minimal RESP2 server that writes each reply only when
-// the test releases it: ECHO answers its argument, HELLO is unknown, any
-// other command +OK. The first argument of every command but HELLO is
-// reported on got once received.
-type stepServer struct {
-	addr    string
-	got     chan string
-	release chan struct{} // one token lets one reply out, in order
-}
-
-func startStepServer(t *testing.T) *stepServer {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &stepServer{addr: l.Addr().String(), got: make(chan string, 100), release: make(chan struct{}, 100)}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		close(done)
-		l.Close()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			nc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			replies := make(chan []byte, 100)
-			wg.Go(func() {
-				defer nc.Close()
-				for b := range replies {
-					select {
-					case <-s.release:
-					case <-done:
-						return
-					}
-					if _, err := nc.Write(b); err != nil {
-						return
-					}
-				}
-			})
-			wg.Go(func() {
-				defer close(replies)
-				go func() { <-done; nc.Close() }()
-				rd := resp.NewReader(nc, nil)
-				var args [][]byte
-				for {
-					if args, err = rd.ReadCommand(args); err != nil {
-						return
-					}
-					if string(args[0]) == "HELLO" {
-						replies <- resp.AppendError(nil, "ERR unknown command 'HELLO'")
-						s.release <- struct{}{}
-						continue
-					}
-					b := resp.AppendSimpleString(nil, "OK")
-					if string(args[0]) == "ECHO" {
-						b = resp.AppendBulk(nil, args[1])
-					}
-					replies <- b
-					arg := string(args[0])
-					if len(args) > 1 {
-						arg = string(args[1])
-					}
-					select {
-					case s.got <- arg:
-					case <-done:
-						return
-					}
-				}
-			})
-		}
-	})
-	return s
-}
 
 // TestReadTimeoutAfterSyncHandover: a call that reads its own reply
 // (sequential use, a context that cannot be cancelled) hands the reading

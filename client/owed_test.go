@@ -15,13 +15,15 @@ import (
 // gatedServer is a minimal RESP2 server whose replies can be held back:
 // ECHO answers its argument, HELLO is unknown, any other command +OK.
 // While gated is set, the replies of the commands received are written
-// only once gate is closed. The first argument of every command but HELLO
-// is reported on got.
+// only once gate is closed, or, for a step server (startStepServer), one
+// per token sent on release. The first argument of every command but
+// HELLO is reported on got.
 type gatedServer struct {
-	addr  string
-	got   chan string
-	gated atomic.Bool
-	gate  chan struct{}
+	addr    string
+	got     chan string
+	gated   atomic.Bool
+	gate    chan struct{}
+	release chan struct{} // a step server's: one token lets one held reply out, in order
 }
 
 type gatedReply struct {
@@ -31,11 +33,25 @@ type gatedReply struct {
 
 func startGatedServer(t *testing.T) *gatedServer {
 	t.Helper()
+	return startHeldServer(t, nil)
+}
+
+// startStepServer starts a gatedServer that holds every reply but HELLO's
+// until the test sends a token on release.
+func startStepServer(t *testing.T) *gatedServer {
+	t.Helper()
+	s := startHeldServer(t, make(chan struct{}, 100))
+	s.gated.Store(true)
+	return s
+}
+
+func startHeldServer(t *testing.T, release chan struct{}) *gatedServer {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &gatedServer{addr: l.Addr().String(), got: make(chan string, 100), gate: make(chan struct{})}
+	s := &gatedServer{addr: l.Addr().String(), got: make(chan string, 100), gate: make(chan struct{}), release: release}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
@@ -54,8 +70,12 @@ func startGatedServer(t *testing.T) *gatedServer {
 				defer nc.Close()
 				for r := range replies {
 					if r.gated {
+						hold := s.gate
+						if s.release != nil {
+							hold = s.release
+						}
 						select {
-						case <-s.gate:
+						case <-hold:
 						case <-done:
 							return
 						}

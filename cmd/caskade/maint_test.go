@@ -199,15 +199,7 @@ func TestMergeOfDamagedData(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := filepath.Join(dir, "0000000001.data")
-	b, err := os.ReadFile(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := bytes.Index(b, []byte("value-0010-"))
-	if at < 0 {
-		t.Fatalf("%s does not hold key-0010's value", data)
-	}
-	flipByte(t, data, int64(at+5))
+	flipAfter(t, data, "value-0010-", 5)
 	r := run(t, nil, nil, "merge", dir)
 	if r.err == nil || !errors.Is(r.err, caskade.ErrCorrupt) {
 		t.Fatalf("merge of damaged data: %v, want ErrCorrupt", r.err)
@@ -619,6 +611,21 @@ func TestBackupRestore(t *testing.T) {
 }
 
 // flipByte inverts the byte at offset off of the file.
+// flipAfter flips the byte delta bytes into the last occurrence of marker
+// in the file at path.
+func flipAfter(t *testing.T, path, marker string, delta int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.LastIndex(b, []byte(marker))
+	if at < 0 {
+		t.Fatalf("%s does not hold %q", path, marker)
+	}
+	flipByte(t, path, int64(at+delta))
+}
+
 func flipByte(t *testing.T, path string, off int64) {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -1325,15 +1332,7 @@ func TestCheckFindsDamageAtTheEndOfASealedNewestFile(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "0000000001.hint")); err != nil {
 		t.Fatalf("no hint file for %s: %v", data, err)
 	}
-	b, err := os.ReadFile(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := bytes.LastIndex(b, []byte("the last value"))
-	if at < 0 {
-		t.Fatalf("%s does not hold the last value", data)
-	}
-	flipByte(t, data, int64(at+3))
+	flipAfter(t, data, "the last value", 3)
 	r := run(t, nil, nil, "check", dir)
 	if r.err == nil || !errors.Is(r.err, caskade.ErrCorrupt) || !strings.Contains(r.stdout, "damaged: "+data+" offset ") {
 		t.Errorf("check of a sealed newest file damaged at its end: %v, want damage\n%s", r.err, r.stdout)
