@@ -385,14 +385,22 @@ func (p *proxy) holdReplies(on bool) {
 }
 
 // killAll closes every proxied connection.
-func (p *proxy) killAll() {
+func (p *proxy) killAll() { p.kill(false) }
+
+// kill closes every proxied connection and, if release, stops swallowing
+// replies, in one step: a reply read before it is swallowed, one read
+// after it finds its connection closed, so none from the killed
+// connections gets through, and none on a new connection is swallowed.
+func (p *proxy) kill(release bool) {
 	p.mu.Lock()
-	conns := p.conns
-	p.conns = nil
-	p.mu.Unlock()
-	for _, c := range conns {
+	defer p.mu.Unlock()
+	if release {
+		p.hold = false
+	}
+	for _, c := range p.conns {
 		c.Close()
 	}
+	p.conns = nil
 }
 
 func tempSocket(t *testing.T) string {

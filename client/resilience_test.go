@@ -198,8 +198,7 @@ func TestMaybeExecutedAndIdempotentRetry(t *testing.T) {
 		res := make(chan error, 1)
 		go func() { res <- call() }()
 		<-fired
-		p.holdReplies(false)
-		p.killAll()
+		p.kill(true)
 		return <-res
 	}
 
@@ -513,8 +512,7 @@ func cutDuring(p *proxy, marker string) {
 	fired := p.expect(marker)
 	go func() {
 		<-fired
-		p.holdReplies(false)
-		p.killAll()
+		p.kill(true)
 	}()
 }
 
