@@ -203,8 +203,9 @@ type RestoreOptions struct {
 	// FS is the file system of both directories; nil means the OS's.
 	FS vfs.FS
 	// Force allows restoring into a directory that already holds a
-	// database: its data, hint and temporary files are removed first.
-	// Files caskade does not own are never touched.
+	// database (or a backup): its data, hint and temporary files, and a
+	// backup's manifest, are removed first. Files caskade does not own are
+	// never touched.
 	Force bool
 	// Workers is the number of parallel copy workers (default GOMAXPROCS).
 	Workers int
@@ -352,14 +353,15 @@ func checkEmpty(fsys vfs.FS, dir string) error {
 	return nil
 }
 
-// clearDir removes caskade's own files (data, hint, temporary) from dir.
+// clearDir removes caskade's own files (data, hint, temporary, and a
+// backup's manifest) from dir.
 func clearDir(fsys vfs.FS, dir string) error {
 	names, err := fsys.List(dir)
 	if err != nil {
 		return err
 	}
 	for _, n := range names {
-		if _, kind := segment.Parse(n); kind != segment.KindOther {
+		if _, kind := segment.Parse(n); kind != segment.KindOther || n == ManifestName {
 			if err := fsys.Remove(filepath.Join(dir, n)); err != nil {
 				return err
 			}

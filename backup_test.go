@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -127,6 +128,19 @@ func TestRestoreRefusesAndVerifies(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(target, "notes.txt")); err != nil || string(b) != "mine" {
 		t.Fatal("forced restore touched a file it does not own")
+	}
+	// Forced over another backup, it removes that backup's manifest with
+	// its files: left behind, the manifest would describe files that are
+	// gone, and the directory would look like a damaged backup.
+	other := filepath.Join(t.TempDir(), "other")
+	if _, err := db.Backup(context.Background(), other, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := Restore(context.Background(), backupDir, other, &RestoreOptions{Force: true}); err != nil {
+		t.Fatalf("forced restore over a backup: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(other, ManifestName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("forced restore over a backup left its manifest: %v", err)
 	}
 	// A damaged backup is refused, and nothing is installed.
 	data := filepath.Join(backupDir, segment.DataName(1))

@@ -381,8 +381,8 @@ func newRestoreCmd(h *hooks) *cobra.Command {
 (size and checksum) and installs it as the database in DIR. Nothing is
 installed unless every file verifies, nor from a backup that holds a data
 file its manifest does not list. It refuses a DIR that is not empty
-unless --force is given, which removes the database already there (files
-caskade does not own are left alone).
+unless --force is given, which removes the database (or backup) already
+there (files caskade does not own are left alone).
 ` + lockNote,
 		Args: cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
