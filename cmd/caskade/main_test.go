@@ -704,3 +704,46 @@ func TestServeUnixSocketPerm(t *testing.T) {
 		}
 	}
 }
+
+// TestServeIdleTimeoutAllProtocols checks that --timeout closes idle
+// connections of every front end: Redis, memcached and HTTP keep-alive.
+func TestServeIdleTimeoutAllProtocols(t *testing.T) {
+	r, err := start(t, "--dir", filepath.Join(t.TempDir(), "d"), "--redis-addr", "127.0.0.1:0",
+		"--memcache-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--timeout", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.addrs) != 3 {
+		t.Fatalf("listening on %v", r.addrs)
+	}
+	requests := []string{
+		"PING\r\n",
+		"version\r\n",
+		"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+	}
+	conns := make([]net.Conn, len(r.addrs))
+	for i, a := range r.addrs {
+		c, err := net.Dial("tcp", a.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte(requests[i])); err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = c
+	}
+	for i, c := range conns {
+		a := r.addrs[i]
+		// The reply, then the close: well before this deadline, which
+		// only keeps a failing test from hanging.
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		got, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatalf("%s: the idle connection was not closed: %v (read %q)", a, err, got)
+		}
+		if len(got) == 0 {
+			t.Fatalf("%s: no reply before the close", a)
+		}
+	}
+}

@@ -151,7 +151,7 @@ github.com/caskade/caskade/cmd/caskade" for the details.`,
 	f.Var(&cfg.redisSocketPerm, "redis-socket-perm", "permissions of the --redis-socket file, in octal as for chmod, e.g. 700 or 770 (0: as the umask leaves them, usually 755)")
 	f.StringVar(&cfg.requirepass, "requirepass", "", "password clients must give with AUTH or HELLO (empty: none, loopback clients only)")
 	f.IntVar(&cfg.maxclients, "maxclients", redis.DefaultMaxClients, "maximum number of connected clients of each front end: Redis (all its listeners together), memcached (TCP) and HTTP")
-	f.IntVar(&cfg.timeout, "timeout", 0, "close connections idle for this many seconds (0: never)")
+	f.IntVar(&cfg.timeout, "timeout", 0, "close connections idle for this many seconds (0: never; HTTP keep-alive connections then close after 2 minutes idle)")
 	f.IntVar(&cfg.databases, "databases", redis.DefaultDatabases, "number of databases (SELECT 0..N-1), at most 256")
 	f.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate file (PEM) for --tls-addr")
 	f.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key file (PEM) for --tls-addr")
@@ -433,6 +433,11 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 	}
 	mc := &memcache.Server{DB: db, MaxConns: cfg.maxclients, IdleTimeout: srv.IdleTimeout, Password: cfg.requirepass, Logger: log, Metrics: m, EventLoops: cfg.eventLoops}
 	web := &httpapi.Server{DB: db, MaxConns: cfg.maxclients, Password: cfg.requirepass, EnablePprof: cfg.pprof, Logger: log, Metrics: m}
+	if srv.IdleTimeout > 0 {
+		// 0 means never for Redis and memcached clients; an HTTP
+		// keep-alive connection keeps its own bound then.
+		web.IdleTimeout = srv.IdleTimeout
+	}
 	var mcListener, httpListener net.Listener
 	var udp net.PacketConn
 	if cfg.memcacheAddr != "" {
