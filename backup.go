@@ -49,6 +49,16 @@ type BackupOptions struct {
 	Link bool
 	// Workers is the number of parallel copy workers (default GOMAXPROCS).
 	Workers int
+	// Progress, if set, is told how far the backup has come: done of
+	// total bytes, where total is the size of the files it copies or links
+	// (BackupStats.Bytes, once it is done). It is called with done 0 once
+	// the files are known, then after each chunk (a few MiB) copied or
+	// checksummed: each file is copied and then read back for its
+	// checksum, and counts half its bytes for each pass (a linked file
+	// counts half at once). It is never called concurrently, done never
+	// goes back, and it reaches total when the backup succeeds. It should
+	// return quickly: the copy waits for it.
+	Progress func(done, total int64)
 }
 
 // BackupStats describes a backup.
@@ -116,51 +126,71 @@ func (db *DB) backup(ctx context.Context, dst string, opts *BackupOptions) (st B
 	m := manifest{Format: manifestFormat, Version: v.version, Created: time.Now().UTC()}
 	ids := slices.Sorted(maps.Keys(v.files.files))
 	popts := pario.Options{Workers: o.Workers}
+	// The files to copy, with the size of each hint file as found now
+	// (the meter's total; it is corrected if one turns out otherwise).
+	type backupFile struct {
+		id   uint32
+		name string
+		size int64
+	}
+	var files []backupFile
+	var total int64
 	for _, id := range ids {
 		f := v.files.files[id]
-		names := []string{segment.DataName(id)}
-		if _, err := db.fs.Stat(filepath.Join(db.dir, segment.HintName(id))); err == nil {
-			names = append(names, segment.HintName(id))
+		files = append(files, backupFile{id, segment.DataName(id), f.Size()})
+		total += f.Size()
+		if fi, err := db.fs.Stat(filepath.Join(db.dir, segment.HintName(id))); err == nil {
+			files = append(files, backupFile{id, segment.HintName(id), fi.Size()})
+			total += fi.Size()
 		}
-		for _, name := range names {
-			if err := ctx.Err(); err != nil {
-				return st, v, err
-			}
-			src := filepath.Join(db.dir, name)
-			to := filepath.Join(dst, name)
-			size := f.Size()
-			linked := false
-			if o.Link && (name != segment.DataName(id) || exactSize(db.fs, src, size)) {
-				linked = db.fs.Link(src, to) == nil
-			}
-			if !linked {
-				var err error
-				if name == segment.DataName(id) {
-					err = copyFile(ctx, db.fs, to, f, size, popts)
-				} else {
-					size, err = copyPath(ctx, db.fs, src, to, popts)
-				}
-				if err != nil {
-					return st, v, fmt.Errorf("caskade: backup %s: %w", name, err)
-				}
+	}
+	pm := newMeter(o.Progress, total, 2)
+	for _, bf := range files {
+		name := bf.name
+		f := v.files.files[bf.id]
+		if err := ctx.Err(); err != nil {
+			return st, v, err
+		}
+		src := filepath.Join(db.dir, name)
+		to := filepath.Join(dst, name)
+		size := f.Size()
+		linked := false
+		if o.Link && (name != segment.DataName(bf.id) || exactSize(db.fs, src, size)) {
+			linked = db.fs.Link(src, to) == nil
+		}
+		if !linked {
+			var err error
+			if name == segment.DataName(bf.id) {
+				err = copyFile(ctx, db.fs, to, f, size, popts, pm)
 			} else {
-				st.Linked++
-				if name != segment.DataName(id) {
-					fi, err := db.fs.Stat(to)
-					if err != nil {
-						return st, v, err
-					}
-					size = fi.Size()
-				}
+				size, err = copyPath(ctx, db.fs, src, to, popts, pm)
 			}
-			sum, err := checksum(ctx, db.fs, to, size, popts)
 			if err != nil {
 				return st, v, fmt.Errorf("caskade: backup %s: %w", name, err)
 			}
-			m.Files = append(m.Files, manifestFile{Name: name, Size: size, CRC32C: sum})
-			st.Files++
-			st.Bytes += size
+		} else {
+			st.Linked++
+			if name != segment.DataName(bf.id) {
+				fi, err := db.fs.Stat(to)
+				if err != nil {
+					return st, v, err
+				}
+				size = fi.Size()
+			}
 		}
+		if size != bf.size {
+			pm.resize(size - bf.size)
+		}
+		if linked {
+			pm.add(size) // the copy it did not need
+		}
+		sum, err := checksum(ctx, db.fs, to, size, popts, pm)
+		if err != nil {
+			return st, v, fmt.Errorf("caskade: backup %s: %w", name, err)
+		}
+		m.Files = append(m.Files, manifestFile{Name: name, Size: size, CRC32C: sum})
+		st.Files++
+		st.Bytes += size
 	}
 	if err := db.fs.SyncDir(dst); err != nil {
 		return st, v, err
@@ -209,6 +239,17 @@ type RestoreOptions struct {
 	Force bool
 	// Workers is the number of parallel copy workers (default GOMAXPROCS).
 	Workers int
+	// Progress, if set, is told how far the restore has come: done of
+	// total bytes, where total is the size of the backup's files (as its
+	// manifest lists them). It is called with done 0 once the manifest is
+	// read, then after each chunk (a few MiB) read or written. Restore
+	// makes three passes over each file, each counting a third of its
+	// bytes: it verifies every file of the backup, then copies each one
+	// and verifies the copy; so a third of the way, every file has
+	// verified and the copy starts. It is never called concurrently, done
+	// never goes back, and it reaches total when the restore succeeds. It
+	// should return quickly: the copy waits for it.
+	Progress func(done, total int64)
 }
 
 // Restore verifies the backup in src against its manifest (every file's
@@ -255,11 +296,16 @@ func Restore(ctx context.Context, src, dir string, opts *RestoreOptions) error {
 			return &CorruptionError{Path: filepath.Join(src, ManifestName), Err: fmt.Errorf("the backup holds %s, which the manifest does not list", n)}
 		}
 	}
+	var total int64
 	for _, f := range m.Files {
 		if _, kind := segment.Parse(f.Name); (kind != segment.KindData && kind != segment.KindHint) || filepath.Base(f.Name) != f.Name {
 			return &CorruptionError{Path: filepath.Join(src, ManifestName), Err: fmt.Errorf("manifest names %q", f.Name)}
 		}
-		if err := verify(ctx, fsys, filepath.Join(src, f.Name), f, popts); err != nil {
+		total += max(f.Size, 0)
+	}
+	pm := newMeter(o.Progress, total, 3)
+	for _, f := range m.Files {
+		if err := verify(ctx, fsys, filepath.Join(src, f.Name), f, popts, pm); err != nil {
 			return err
 		}
 	}
@@ -296,7 +342,7 @@ func Restore(ctx context.Context, src, dir string, opts *RestoreOptions) error {
 			return fmt.Errorf("caskade: restore: %w", err)
 		}
 	}
-	if err := restoreFiles(ctx, fsys, src, dir, m.Files, popts); err != nil {
+	if err := restoreFiles(ctx, fsys, src, dir, m.Files, popts, pm); err != nil {
 		// dir held none of caskade's files before (or Force cleared
 		// them): leave it so, for a retry without Force.
 		clearDir(fsys, dir)
@@ -321,13 +367,13 @@ func sameDir(fsys vfs.FS, a, b string) bool {
 // restoreFiles copies the files of a backup into dir under temporary
 // names, then renames them: an interrupted restore leaves nothing a later
 // open would take for data.
-func restoreFiles(ctx context.Context, fsys vfs.FS, src, dir string, files []manifestFile, popts pario.Options) error {
+func restoreFiles(ctx context.Context, fsys vfs.FS, src, dir string, files []manifestFile, popts pario.Options, pm *meter) error {
 	for _, f := range files {
 		tmp := filepath.Join(dir, f.Name) + ".tmp"
-		if _, err := copyPath(ctx, fsys, filepath.Join(src, f.Name), tmp, popts); err != nil {
+		if _, err := copyPath(ctx, fsys, filepath.Join(src, f.Name), tmp, popts, pm); err != nil {
 			return fmt.Errorf("caskade: restore %s: %w", f.Name, err)
 		}
-		if err := verify(ctx, fsys, tmp, f, popts); err != nil {
+		if err := verify(ctx, fsys, tmp, f, popts, pm); err != nil {
 			return err
 		}
 	}
@@ -370,19 +416,25 @@ func clearDir(fsys vfs.FS, dir string) error {
 	return fsys.SyncDir(dir)
 }
 
-func copyFile(ctx context.Context, fsys vfs.FS, to string, src pario.ReaderAt, size int64, o pario.Options) error {
+// copyFile copies size bytes of src into a new file to, telling pm of
+// every chunk written.
+func copyFile(ctx context.Context, fsys vfs.FS, to string, src pario.ReaderAt, size int64, o pario.Options, pm *meter) error {
 	out, err := fsys.Create(to)
 	if err != nil {
 		return err
 	}
-	if err := pario.Copy(ctx, out, src, size, o); err != nil {
+	var w pario.SyncWriterAt = out
+	if pm != nil {
+		w = &meteredWriter{SyncWriterAt: out, m: pm}
+	}
+	if err := pario.Copy(ctx, w, src, size, o); err != nil {
 		out.Close()
 		return err
 	}
 	return out.Close()
 }
 
-func copyPath(ctx context.Context, fsys vfs.FS, from, to string, o pario.Options) (int64, error) {
+func copyPath(ctx context.Context, fsys vfs.FS, from, to string, o pario.Options, pm *meter) (int64, error) {
 	in, err := fsys.Open(from)
 	if err != nil {
 		return 0, err
@@ -392,10 +444,12 @@ func copyPath(ctx context.Context, fsys vfs.FS, from, to string, o pario.Options
 	if err != nil {
 		return 0, err
 	}
-	return fi.Size(), copyFile(ctx, fsys, to, in, fi.Size(), o)
+	return fi.Size(), copyFile(ctx, fsys, to, in, fi.Size(), o, pm)
 }
 
-func checksum(ctx context.Context, fsys vfs.FS, path string, size int64, o pario.Options) (uint32, error) {
+// checksum returns the CRC-32C of the first size bytes of the file at
+// path, telling pm of every chunk read.
+func checksum(ctx context.Context, fsys vfs.FS, path string, size int64, o pario.Options, pm *meter) (uint32, error) {
 	f, err := fsys.Open(path)
 	if err != nil {
 		return 0, err
@@ -404,12 +458,13 @@ func checksum(ctx context.Context, fsys vfs.FS, path string, size int64, o pario
 	var sum uint32
 	err = pario.Stream(ctx, f, size, o, func(_ int64, chunk []byte) error {
 		sum = crc32.Update(sum, castagnoli, chunk)
+		pm.add(int64(len(chunk)))
 		return nil
 	})
 	return sum, err
 }
 
-func verify(ctx context.Context, fsys vfs.FS, path string, want manifestFile, o pario.Options) error {
+func verify(ctx context.Context, fsys vfs.FS, path string, want manifestFile, o pario.Options, pm *meter) error {
 	fi, err := fsys.Stat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -424,7 +479,7 @@ func verify(ctx context.Context, fsys vfs.FS, path string, want manifestFile, o 
 	if fi.Size() != want.Size {
 		return &CorruptionError{Path: path, Err: fmt.Errorf("size %d, manifest says %d", fi.Size(), want.Size)}
 	}
-	sum, err := checksum(ctx, fsys, path, want.Size, o)
+	sum, err := checksum(ctx, fsys, path, want.Size, o, pm)
 	if err != nil {
 		return err
 	}

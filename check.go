@@ -39,20 +39,35 @@ type CheckDamage struct {
 // OK reports whether Check found no damage.
 func (r CheckReport) OK() bool { return len(r.Damage) == 0 }
 
+// CheckOptions configure Check. The zero value, or nil, checks a
+// directory of the operating system's file system.
+type CheckOptions struct {
+	// FS is the file system; nil means the operating system's.
+	FS vfs.FS
+	// Progress, if set, is told how far the check has come: done of total
+	// bytes, where total is the size of the data files (CheckReport.Bytes,
+	// once it is done). It is called with done 0 once the files are
+	// listed, then after each data file is checked (Check reads a whole
+	// data file at a time). It is never called concurrently, done never
+	// goes back, and it reaches total when the check succeeds.
+	Progress func(done, total int64)
+}
+
 // Check verifies every record of every data file in dir, and every hint
 // file against its data file, without changing anything, and reports every
 // damaged range; a data file shorter than its (valid) hint file says is
 // damaged from the last record it holds whole to the size the hint
 // records. It takes the directory's lock if a writer ever created
-// one, so it refuses a directory an open database holds. opts supplies FS;
-// other fields are ignored (the size limits bound new writes, not what
-// the files may hold).
-func Check(ctx context.Context, dir string, opts *Options) (CheckReport, error) {
+// one, so it refuses a directory an open database holds. (The size limits
+// of Options bound new writes, not what the files may hold: Check needs
+// none.)
+func Check(ctx context.Context, dir string, opts *CheckOptions) (CheckReport, error) {
 	var rep CheckReport
-	if err := opts.Validate(); err != nil {
-		return rep, err
+	var co CheckOptions
+	if opts != nil {
+		co = *opts
 	}
-	o := opts.withDefaults()
+	o := (&Options{FS: co.FS}).withDefaults()
 	o.ReadOnly = true
 	db := &DB{opts: o, dir: dir, fs: o.FS}
 	if err := db.takeLock(); err != nil {
@@ -73,8 +88,26 @@ func Check(ctx context.Context, dir string, opts *Options) (CheckReport, error) 
 		}
 	}
 	slices.Sort(ids)
+	// The sizes the files have now are the meter's total; a file that
+	// cannot be read fails the check below.
+	var sizes []int64
+	var pm *meter
+	if co.Progress != nil {
+		sizes = make([]int64, len(ids))
+		var total int64
+		for i, id := range ids {
+			if fi, err := o.FS.Stat(filepath.Join(dir, segment.DataName(id))); err == nil {
+				sizes[i] = fi.Size()
+				total += fi.Size()
+			}
+		}
+		pm = newMeter(co.Progress, total, 1)
+	}
 	newest := newestWriterFile(o.FS, dir, ids)
+	var checked int64 // bytes of the data file checked last, to report
 	for i, id := range ids {
+		pm.add(checked)
+		checked = 0
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
@@ -85,6 +118,10 @@ func Check(ctx context.Context, dir string, opts *Options) (CheckReport, error) 
 		}
 		rep.Files++
 		rep.Bytes += int64(len(b))
+		if pm != nil && int64(len(b)) != sizes[i] {
+			pm.resize(int64(len(b)) - sizes[i])
+		}
+		checked = int64(len(b)) // reported when the file is done
 		if len(b) < record.FileHeaderSize {
 			// The newest file is left without a whole header when the
 			// process dies as it creates it (the next open removes it);
@@ -146,6 +183,7 @@ func Check(ctx context.Context, dir string, opts *Options) (CheckReport, error) 
 			rep.BadHints = append(rep.BadHints, hintPath)
 		}
 	}
+	pm.add(checked)
 	return rep, nil
 }
 

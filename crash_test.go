@@ -783,8 +783,8 @@ func TestReopenWithSmallerLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if rep, err := Check(context.Background(), "/db", small(after)); err != nil || !rep.OK() || len(rep.BadHints) > 0 || rep.TornBytes > 0 {
-		t.Fatalf("check with smaller limits: %+v %v", rep, err)
+	if rep, err := Check(context.Background(), "/db", &CheckOptions{FS: after}); err != nil || !rep.OK() || len(rep.BadHints) > 0 || rep.TornBytes > 0 {
+		t.Fatalf("check: %+v %v", rep, err)
 	}
 }
 

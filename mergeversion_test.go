@@ -61,7 +61,7 @@ func TestMergeVersionModel(t *testing.T) {
 				}
 			}
 		}
-		if rep, err := Check(context.Background(), "/db", &Options{FS: fs}); err != nil || !rep.OK() {
+		if rep, err := Check(context.Background(), "/db", &CheckOptions{FS: fs}); err != nil || !rep.OK() {
 			t.Fatalf("seed %d: %s: check: %+v %v", seed, what, rep, err)
 		}
 		if db, err = Open("/db", opts()); err != nil {

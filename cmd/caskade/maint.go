@@ -451,7 +451,7 @@ func runCheck(ctx context.Context, m *maint, dir, repair string) error {
 		return err
 	}
 	pb := m.progress(0, "checking", false, false)
-	rep, err := caskade.Check(ctx, dir, &caskade.Options{Logger: m.log})
+	rep, err := caskade.Check(ctx, dir, nil)
 	pb.done()
 	if err != nil {
 		return wrapf(err, dir, "check %s", dir)
