@@ -193,6 +193,23 @@ func (m *maint) progress(max int64, desc string, bytes, count bool) *progress {
 	return p
 }
 
+// byteProgress returns a Progress callback for Backup, Restore or Check
+// that sizes pb by the total it is told and moves it to done, or nil if pb
+// is not shown. The callback must not be called concurrently.
+func byteProgress(pb *progress) func(done, total int64) {
+	if !pb.visible() {
+		return nil
+	}
+	var max int64
+	return func(done, total int64) {
+		if total != max {
+			pb.setMax(total)
+			max = total
+		}
+		pb.set(done)
+	}
+}
+
 // dur formats a duration for a summary line.
 func dur(d time.Duration) string {
 	if d < time.Millisecond {
@@ -354,8 +371,10 @@ func runBackup(ctx context.Context, m *maint, dir, dest string, opts *caskade.Ba
 	if err != nil {
 		return openErr(err, dir)
 	}
-	pb := m.progress(0, "backing up", false, false)
-	st, err := db.Backup(ctx, dest, opts)
+	pb := m.progress(0, "backing up", true, false)
+	o := *opts
+	o.Progress = byteProgress(pb)
+	st, err := db.Backup(ctx, dest, &o)
 	pb.done()
 	cerr := db.Close()
 	if err != nil {
@@ -404,8 +423,10 @@ func runRestore(ctx context.Context, m *maint, backup, dir string, opts *caskade
 	}
 	start := time.Now()
 	m.log.Info("caskade: restoring", "backup", backup, "dir", dir, "force", opts.Force)
-	pb := m.progress(0, "restoring", false, false)
-	err := caskade.Restore(ctx, backup, dir, opts)
+	pb := m.progress(0, "restoring", true, false)
+	o := *opts
+	o.Progress = byteProgress(pb)
+	err := caskade.Restore(ctx, backup, dir, &o)
 	pb.done()
 	if errors.Is(err, caskade.ErrNotEmpty) {
 		return &cliError{msg: fmt.Sprintf("restore: %s is not empty (--force replaces the database in it)", dir), err: err}
@@ -450,8 +471,8 @@ func runCheck(ctx context.Context, m *maint, dir, repair string) error {
 	if err := requireDatabase(dir); err != nil {
 		return err
 	}
-	pb := m.progress(0, "checking", false, false)
-	rep, err := caskade.Check(ctx, dir, nil)
+	pb := m.progress(0, "checking", true, false)
+	rep, err := caskade.Check(ctx, dir, &caskade.CheckOptions{Progress: byteProgress(pb)})
 	pb.done()
 	if err != nil {
 		return wrapf(err, dir, "check %s", dir)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -1508,4 +1509,77 @@ func TestDumpThroughASymlink(t *testing.T) {
 	if leftovers, _ := filepath.Glob(filepath.Join(out, ".*")); len(leftovers) != 0 {
 		t.Errorf("dump left temporary files: %v", leftovers)
 	}
+}
+
+// newTestMaint is a maint that shows its progress bars into errw, as on a
+// terminal, and writes its summaries into out.
+func newTestMaint(out, errw io.Writer) *maint {
+	return &maint{log: slog.New(slog.DiscardHandler), out: out, errw: errw, show: true}
+}
+
+// On a terminal, backup, restore and check draw a byte bar: its length is
+// the bytes of the files they handle, and they move it to the end.
+func TestBackupRestoreAndCheckShowByteBars(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone, MaxFileSize: 32 << 10, MergeInterval: -1})
+	write(t, db, sample(500))
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	bar := func(what string, m *maint, errw *bytes.Buffer, want int64) {
+		t.Helper()
+		pb := m.bar.Load()
+		if !pb.visible() || !pb.known {
+			t.Fatalf("%s: no byte bar (a spinner?): stderr %q", what, errw.String())
+		}
+		if max := pb.bar.GetMax64(); max != want || pb.at != want {
+			t.Errorf("%s: bar at %d of %d, want %d of %d", what, pb.at, max, want, want)
+		}
+		if !progressChars.MatchString(errw.String()) {
+			t.Errorf("%s: nothing drawn: %q", what, errw.String())
+		}
+	}
+
+	var out, errw bytes.Buffer
+	backup := filepath.Join(t.TempDir(), "backup")
+	opts := &caskade.BackupOptions{}
+	m := newTestMaint(&out, &errw)
+	if err := runBackup(ctx, m, dir, backup, opts); err != nil {
+		t.Fatal(err)
+	}
+	if opts.Progress != nil {
+		t.Error("runBackup changed the options it was given")
+	}
+	var files int64
+	names, _ := filepath.Glob(filepath.Join(backup, "*.*"))
+	for _, n := range names {
+		if filepath.Base(n) == caskade.ManifestName {
+			continue
+		}
+		fi, err := os.Stat(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files += fi.Size()
+	}
+	if !strings.Contains(out.String(), fmt.Sprintf(", %d bytes", files)) {
+		t.Fatalf("backup summary %q does not say %d bytes", out.String(), files)
+	}
+	bar("backup", m, &errw, files)
+
+	errw.Reset()
+	restored := filepath.Join(t.TempDir(), "restored")
+	m = newTestMaint(&out, &errw)
+	if err := runRestore(ctx, m, backup, restored, &caskade.RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bar("restore", m, &errw, files)
+
+	errw.Reset()
+	m = newTestMaint(&out, &errw)
+	if err := runCheck(ctx, m, restored, ""); err != nil {
+		t.Fatal(err)
+	}
+	bar("check", m, &errw, dataBytes(t, restored))
 }

@@ -27,8 +27,9 @@ func isTerminal(w any) bool {
 type progress struct {
 	bar      *progressbar.ProgressBar
 	mu       sync.Mutex
-	known    bool // the bar has a length; otherwise it is a spinner
-	finished bool // done was called
+	known    bool  // the bar has a length; otherwise it is a spinner
+	finished bool  // done was called
+	at       int64 // the count last set (the bar's own moves to its end on done)
 }
 
 // newProgress returns a bar counting to max, or a spinner if max <= 0,
@@ -69,6 +70,7 @@ func (p *progress) set(n int64) {
 	if p.known {
 		n = min(n, p.bar.GetMax64())
 	}
+	p.at = n
 	p.bar.Set64(n)
 }
 
