@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -228,6 +229,32 @@ func newestWriterFile(fsys vfs.FS, dir string, ids []uint32) int {
 	}
 	return -1
 }
+
+// HoldReadOnly takes the lock of the database directory dir as a
+// read-only Open does, and holds it until the returned Closer is closed:
+// read-only opens, Check and Repair still run meanwhile (the lock is
+// shared), but no database opens dir for writing, so each of them sees the
+// same files. Use it to run them one after the other on one state of dir,
+// as "caskade check --repair" does. It fails with ErrLocked if an open
+// database holds dir. Like a read-only Open it takes the lock only if a
+// writer ever created the lock file, and otherwise holds nothing. opts
+// supplies FS; other fields are ignored.
+func HoldReadOnly(dir string, opts *Options) (io.Closer, error) {
+	o := opts.withDefaults()
+	o.ReadOnly = true
+	db := &DB{opts: o, dir: dir, fs: o.FS}
+	if err := db.takeLock(); err != nil {
+		return nil, err
+	}
+	if db.lock == nil {
+		return nopCloser{}, nil
+	}
+	return db.lock, nil
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
 
 // Repair writes a salvaged copy of the database in dir into the new
 // directory dst: it opens dir read-only with Options.Salvage, so damaged

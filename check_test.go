@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caskade/caskade/internal/segment"
+	"github.com/caskade/caskade/vfs"
 )
 
 func buildOnDisk(t *testing.T, n int) (string, map[string]string) {
@@ -116,6 +117,44 @@ func TestCheckRefusesOpenDatabase(t *testing.T) {
 	if _, err := Check(context.Background(), dir, nil); !errors.Is(err, ErrLocked) {
 		t.Fatalf("check of an open database: %v", err)
 	}
+}
+
+// HoldReadOnly keeps writers out of a directory, and refuses one a writer
+// holds, while Check and Repair still run beside it; closing it lets a
+// writer in again. A memory file system, as the locks of one process on
+// one lock file: flock would do the same.
+func TestHoldReadOnly(t *testing.T) {
+	mem := vfs.NewMem()
+	db := openTest(t, "/db", memOpts(mem))
+	if err := db.Set([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := HoldReadOnly("/db", &Options{FS: mem}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("hold of an open database: %v, want ErrLocked", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	hold, err := HoldReadOnly("/db", &Options{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db, err := Open("/db", memOpts(mem)); !errors.Is(err, ErrLocked) {
+		if err == nil {
+			db.Close()
+		}
+		t.Fatalf("open for writing while held: %v, want ErrLocked", err)
+	}
+	if rep, err := Check(context.Background(), "/db", &CheckOptions{FS: mem}); err != nil || !rep.OK() || rep.Records != 1 {
+		t.Fatalf("check while held: %+v, %v", rep, err)
+	}
+	if n, err := Repair(context.Background(), "/db", "/repaired", &Options{FS: mem}); err != nil || n != 1 {
+		t.Fatalf("repair while held: %d keys, %v", n, err)
+	}
+	if err := hold.Close(); err != nil {
+		t.Fatal(err)
+	}
+	openTest(t, "/db", memOpts(mem))
 }
 
 func TestDumpLoad(t *testing.T) {

@@ -136,6 +136,9 @@ type maint struct {
 	show bool
 	now  func() time.Time // the clock for expiry (nil: time.Now)
 	bar  atomic.Pointer[progress]
+	// afterCheck, if set, is called by check --repair between the check
+	// and the repair (tests).
+	afterCheck func()
 }
 
 func newMaint(cmd *cobra.Command, h *hooks, verbose bool) *maint {
@@ -149,10 +152,11 @@ func newMaint(cmd *cobra.Command, h *hooks, verbose bool) *maint {
 		level = slog.LevelInfo
 	}
 	m := &maint{
-		out:  cmd.OutOrStdout(),
-		errw: errw,
-		show: h.progress || isTerminal(errw),
-		now:  h.now,
+		out:        cmd.OutOrStdout(),
+		errw:       errw,
+		show:       h.progress || isTerminal(errw),
+		now:        h.now,
+		afterCheck: h.afterCheck,
 	}
 	if m.show && logOut == errw {
 		logOut = &barWriter{m: m, w: logOut}
@@ -453,9 +457,11 @@ status 1 if it finds damage.
 
 With --repair DEST it also writes a salvaged copy of the database into DEST
 (a new or empty directory): every key whose record is undamaged, with its
-value, expiry and flags. DIR is never changed. A salvage cannot know what a
-damaged record held: where it was a key's newer value or its delete, the
-copy has the key's older value, or the deleted key, back.
+value, expiry and flags. DIR is never changed, and it stays locked from the
+check to the end of the repair, so the copy is of the state checked. A
+salvage cannot know what a damaged record held: where it was a key's newer
+value or its delete, the copy has the key's older value, or the deleted
+key, back.
 ` + lockNote,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -470,6 +476,16 @@ copy has the key's older value, or the deleted key, back.
 func runCheck(ctx context.Context, m *maint, dir, repair string) error {
 	if err := requireDatabase(dir); err != nil {
 		return err
+	}
+	if repair != "" {
+		// Hold DIR's lock from the check to the end of the repair: a
+		// server started in between would make the repair copy another
+		// state than the one checked.
+		lock, err := caskade.HoldReadOnly(dir, nil)
+		if err != nil {
+			return wrapf(err, dir, "check %s", dir)
+		}
+		defer lock.Close()
 	}
 	pb := m.progress(0, "checking", true, false)
 	rep, err := caskade.Check(ctx, dir, &caskade.CheckOptions{Progress: byteProgress(pb)})
@@ -495,6 +511,9 @@ func runCheck(ctx context.Context, m *maint, dir, repair string) error {
 		plural(rep.Files, "data file", "data files"), plural(rep.Records, "record", "records"),
 		rep.Bytes, plural(len(rep.BadHints), "bad hint file", "bad hint files"), found)
 	if repair != "" {
+		if m.afterCheck != nil {
+			m.afterCheck()
+		}
 		pb := m.progress(0, "repairing", false, false)
 		n, err := caskade.Repair(ctx, dir, repair, &caskade.Options{Logger: m.log})
 		pb.done()

@@ -1583,3 +1583,33 @@ func TestBackupRestoreAndCheckShowByteBars(t *testing.T) {
 	}
 	bar("check", m, &errw, dataBytes(t, restored))
 }
+
+// check --repair holds DIR's lock from the check to the end of the repair:
+// a database opened for writing in between (a server started) would make
+// the repair copy another state than the one checked.
+func TestCheckRepairHoldsTheLockThroughout(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone, MergeInterval: -1})
+	write(t, db, map[string]entry{"a": {val: "1"}, "b": {val: "2"}})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var openErr error
+	h := &hooks{afterCheck: func() {
+		db, err := caskade.Open(dir, &caskade.Options{MergeInterval: -1, ExpiryPeriod: -1})
+		if err == nil {
+			db.Set([]byte("a"), []byte("changed between check and repair"))
+			db.Close()
+		}
+		openErr = err
+	}}
+	repaired := filepath.Join(t.TempDir(), "repaired")
+	r := run(t, h, nil, "check", dir, "--repair", repaired)
+	if r.err != nil {
+		t.Fatalf("check --repair: %v\n%s", r.err, r.stderr)
+	}
+	if !errors.Is(openErr, caskade.ErrLocked) {
+		t.Errorf("open for writing between the check and the repair: %v, want ErrLocked", openErr)
+	}
+	sameContents(t, "repaired copy", contents(t, repaired), map[string]entry{"a": {val: "1"}, "b": {val: "2"}})
+}

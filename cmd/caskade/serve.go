@@ -49,6 +49,9 @@ type hooks struct {
 	progress bool
 	// now, if set, is the maintenance commands' clock for expiry.
 	now func() time.Time
+	// afterCheck, if set, is called by check --repair between the check
+	// and the repair.
+	afterCheck func()
 }
 
 // serveConfig holds the serve flags.
