@@ -882,6 +882,19 @@ func TestProgressQuietWithoutTerminal(t *testing.T) {
 	}
 }
 
+// A byte bar says how many bytes are done out of how many, not only the
+// share and the rate.
+func TestByteBarShowsBytesDoneOfTotal(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b, true, 0, "backing up", true, false)
+	p.setMax(3 << 20)
+	p.bar.RenderBlank() // the bar throttles its redraws: draw it now
+	p.done()
+	if !strings.Contains(b.String(), "0 B/3.1 MB") {
+		t.Errorf("a byte bar of 3 MiB drew %q, want it to show 0 B/3.1 MB", b.String())
+	}
+}
+
 func TestIsTerminal(t *testing.T) {
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {

@@ -33,8 +33,8 @@ type progress struct {
 }
 
 // newProgress returns a bar counting to max, or a spinner if max <= 0,
-// writing to w if show is set. The bar shows its count in bytes if bytes is
-// set, as a number if count is set.
+// writing to w if show is set. The bar shows its count in bytes, out of
+// the total, and the rate, if bytes is set; as a number if count is set.
 func newProgress(w io.Writer, show bool, max int64, desc string, bytes, count bool) *progress {
 	if !show {
 		return &progress{}
@@ -53,7 +53,8 @@ func newProgress(w io.Writer, show bool, max int64, desc string, bytes, count bo
 	}
 	switch {
 	case bytes:
-		opts = append(opts, progressbar.OptionShowBytes(true))
+		// Bytes done of the total ("12 MB/188 MB"), and the rate.
+		opts = append(opts, progressbar.OptionShowBytes(true), progressbar.OptionShowCount())
 	case count:
 		opts = append(opts, progressbar.OptionShowCount())
 	}
