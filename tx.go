@@ -250,6 +250,11 @@ func (r *TxReader) Get(key []byte) ([]byte, error) {
 		}
 		return bytes.Clone(w.value), nil
 	}
+	if !ok && tx.cleared(key) {
+		// Inside a range the transaction cleared: absent, whatever the
+		// database holds, so no read conflict either.
+		return nil, ErrNotFound
+	}
 	if r.records() {
 		r.conflict(keyRange{bytes.Clone(key), keyAfter(bytes.Clone(key))})
 	}
