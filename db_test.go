@@ -243,6 +243,32 @@ func TestDeleteRange(t *testing.T) {
 	mustGet(t, db, "a", "a")
 }
 
+// The empty range [k, k) of a batch holds no key, also when k is empty:
+// a fresh batch once turned an empty (not nil) end into nil, the end of
+// the key space, so DeleteRange("", "") deleted every key and
+// CheckRange("", "") checked every key.
+func TestBatchEmptyRangeEnd(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	mustSet(t, db, "v", "a", "b")
+	var b Batch
+	b.DeleteRange([]byte{}, []byte{})
+	if err := db.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, db, "a", "v")
+	mustGet(t, db, "b", "v")
+
+	snap := db.SnapshotForChecks()
+	defer snap.Close()
+	mustSet(t, db, "changed", "a")
+	var c Batch
+	c.CheckRange([]byte{}, []byte{}, snap)
+	c.Set([]byte("c"), []byte("v"))
+	if err := db.Write(&c); err != nil {
+		t.Fatalf("a check of an empty range failed: %v", err)
+	}
+}
+
 func TestTTL(t *testing.T) {
 	clk := newTestClock()
 	dir := t.TempDir()

@@ -278,9 +278,10 @@ func (b *Batch) Reset() {
 }
 
 // keep copies p into storage owned by the batch. Slices handed out earlier
-// stay valid: when buf must grow, a new array is started.
+// stay valid: when buf must grow, a new array is started. The copy is never
+// nil, even of an empty p: a nil range end means the end of the key space.
 func (b *Batch) keep(p []byte) []byte {
-	if len(p) > cap(b.buf)-len(b.buf) {
+	if len(p) > cap(b.buf)-len(b.buf) || b.buf == nil {
 		b.buf = make([]byte, 0, max(len(p), 2*cap(b.buf), 256))
 	}
 	n := len(b.buf)
