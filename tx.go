@@ -49,7 +49,7 @@ type Tx struct {
 	probe        txWrite  // search key for writes, reused
 	reader       TxReader // the non-snapshot reader behind Tx's own read methods
 	committed    uint64
-	calls        int           // usable calls, to read the clock now and then
+	steps        int           // range read steps, to read the clock now and then
 	readOnly     bool          // ReadTransact: never commits, so records no read conflicts
 	iters        []*Iterator   // fast-path iterators, closed when the transaction ends
 	open         []*TxIterator // range reads that record conflicts, until they finish
@@ -159,17 +159,27 @@ func (tx *Tx) Versionstamp() ([]byte, error) {
 	return vs[:], nil
 }
 
+// usable fails if the transaction has ended or outlived its lifetime.
+// Reads call it, so that a read after the lifetime fails.
 func (tx *Tx) usable() error {
 	if tx.done {
 		return ErrTransactionDone
 	}
-	// Reading the clock on every step of a range read costs more than the
-	// step; look every 64 calls (and always on the first).
-	tx.calls++
-	if tx.calls%64 != 1 {
-		return nil
+	if tx.expired() {
+		return ErrTransactionTooOld
 	}
-	if lt := tx.db.opts.TxnLifetime; lt > 0 && tx.db.opts.Now().Sub(tx.start) > lt {
+	return nil
+}
+
+// usableStep is usable for a step of a range read, which began with a
+// call of usable. Reading the clock on every step costs more than the
+// step; it looks every 64 steps.
+func (tx *Tx) usableStep() error {
+	if tx.done {
+		return ErrTransactionDone
+	}
+	tx.steps++
+	if tx.steps%64 == 0 && tx.expired() {
 		return ErrTransactionTooOld
 	}
 	return nil
@@ -778,7 +788,7 @@ func (it *TxIterator) Next() bool {
 		return false
 	}
 	tx := it.r.tx
-	if it.err = tx.usable(); it.err != nil {
+	if it.err = tx.usableStep(); it.err != nil {
 		return false
 	}
 	if it.opts.Limit > 0 && it.n >= it.opts.Limit {

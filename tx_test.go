@@ -288,6 +288,45 @@ func TestTxLimitsAndLifetime(t *testing.T) {
 	}
 }
 
+// Every read after the transaction's lifetime fails with
+// transaction_too_old, not only the first one the transaction makes (as
+// Options.TxnLifetime says), and so does a range read under way.
+func TestTxReadsFailAfterLifetime(t *testing.T) {
+	clk := newTestClock()
+	db := openTest(t, t.TempDir(), &Options{Now: clk.Now, ExpiryPeriod: -1, Sync: SyncNone})
+	for i := range 200 {
+		mustSet(t, db, "v", fmt.Sprintf("k%03d", i))
+	}
+	tx := mustBegin(t, db)
+	defer tx.Rollback()
+	if _, err := tx.Get([]byte("k000")); err != nil {
+		t.Fatal(err)
+	}
+	it := tx.KeyRangeIterator([]byte("k"), nil, nil)
+	if !it.Next() {
+		t.Fatal(it.Err())
+	}
+	clk.Advance(6 * time.Second)
+	reads := map[string]func() error{
+		"get":          func() error { _, err := tx.Get([]byte("k001")); return err },
+		"snapshot get": func() error { _, err := tx.Snapshot().Get([]byte("k001")); return err },
+		"get key":      func() error { _, err := tx.GetKey(FirstGreaterThan([]byte("k001"))); return err },
+		"range":        func() error { _, err := tx.Range([]byte("k"), nil, &RangeOptions{Limit: 1}); return err },
+	}
+	for name, read := range reads {
+		if err := read(); !errors.Is(err, ErrTransactionTooOld) {
+			t.Errorf("%s after the lifetime: %v", name, err)
+		}
+	}
+	n := 0
+	for it.Next() {
+		n++
+	}
+	if !errors.Is(it.Err(), ErrTransactionTooOld) || n >= 199 {
+		t.Errorf("a range read under way went on for %d more pairs after the lifetime: %v", n, it.Err())
+	}
+}
+
 func TestTransactRetriesAndRollsBack(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	runs := 0
