@@ -304,7 +304,8 @@ func (db *DB) runGroup(group []*commitReq) {
 	}
 	db.groups.Add(1)
 	db.commits.Add(uint64(len(group)))
-	now := db.nowMs()
+	nowT := db.opts.Now()
+	now := nowT.UnixMilli()
 	buf := db.wbuf[:0]
 	applies := db.applies[:0]
 	// The overlay lets an operation see the changes made before it in the
@@ -374,6 +375,12 @@ func (db *DB) runGroup(group []*commitReq) {
 	ends := db.ends[:0] // where each commit's records end in buf
 	for _, r := range group {
 		r.err = nil
+		if r.txn != nil && outlived(r.txn.deadline, nowT) {
+			// The history may no longer hold what its conflict check
+			// needs (recordHistory).
+			r.err = ErrTransactionTooOld
+			continue
+		}
 		if !db.checksHold(r.ops, r.checked, now, lookup, overlay, applies, wranges) || (r.txn != nil && db.txnConflict(r.txn, r.checked, now, overlay, applies, wranges)) {
 			r.err = ErrConflict
 			continue

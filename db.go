@@ -150,7 +150,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		hints:    make(chan uint32, 64),
 	}
 	db.idle = sync.NewCond(&db.cmu)
-	db.txns.reads = map[uint64]uint64{}
+	db.txns.reads = map[uint64]liveTxn{}
 	db.nextID.Store(1)
 	if !o.ReadOnly {
 		if err := db.fs.MkdirAll(dir, 0o755); err != nil {

@@ -102,7 +102,7 @@ func (db *DB) SnapshotForChecks() *Snapshot {
 	db.txns.seq++
 	s := &Snapshot{txid: db.txns.seq}
 	s.v = db.newViewLocked()
-	db.txns.reads[s.txid] = s.v.version
+	db.txns.reads[s.txid] = liveTxn{version: s.v.version}
 	db.mu.Unlock()
 	if db.shut.Load() {
 		s.Close()

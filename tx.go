@@ -105,7 +105,11 @@ func (db *DB) beginTx(register bool) *Tx {
 	}
 	tx.v = db.newViewLocked()
 	if register {
-		db.txns.reads[tx.id] = tx.v.version
+		lt := liveTxn{version: tx.v.version}
+		if l := db.opts.TxnLifetime; l > 0 {
+			lt.deadline = tx.start.Add(l)
+		}
+		db.txns.reads[tx.id] = lt
 	}
 	db.mu.Unlock()
 	tx.snapshotView = TxReader{tx: tx, snapshot: true}
@@ -1252,6 +1256,9 @@ func (tx *Tx) Commit() (err error) {
 	}
 	tx.finishOpen()
 	req := &txnReq{readVersion: tx.v.version, readTime: tx.v.nowMs, reads: tx.reads, watches: tx.watches}
+	if l := tx.db.opts.TxnLifetime; l > 0 {
+		req.deadline = tx.start.Add(l)
+	}
 	v, err := tx.db.commit(tx.ops, req)
 	if err != nil {
 		var e *Error

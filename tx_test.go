@@ -824,6 +824,55 @@ func TestHistoryPruned(t *testing.T) {
 	}
 }
 
+// A transaction left open past its lifetime keeps no history: it can
+// neither read nor commit, and one forgotten (never committed or rolled
+// back) must not make the history grow for ever. One that reaches the
+// commit path just after its deadline fails there as too old, without the
+// history it would need.
+func TestHistoryForgetsOutlivedTransactions(t *testing.T) {
+	clk := newTestClock()
+	db := openTest(t, t.TempDir(), &Options{Now: clk.Now, TxnLifetime: time.Second})
+	for i := range 100 {
+		db.Set(fmt.Appendf(nil, "k%d", i), []byte("v"))
+	}
+	forgotten, _ := db.Begin()
+	forgotten.Get([]byte("k1"))
+	live, _ := db.Begin()
+	live.Get([]byte("k2"))
+	live.Set([]byte("w"), []byte("x"))
+	for i := range 50 {
+		db.Delete(fmt.Appendf(nil, "k%d", i))
+	}
+	db.mu.RLock()
+	kept := db.hist.deleted.Len()
+	db.mu.RUnlock()
+	if kept != 50 {
+		t.Fatalf("history holds %d deletions while transactions are live", kept)
+	}
+	clk.Advance(2 * time.Second)
+	for i := 50; i < 100; i++ {
+		db.Delete(fmt.Appendf(nil, "k%d", i))
+	}
+	db.mu.RLock()
+	n, q := db.hist.deleted.Len(), len(db.hist.queue)
+	db.mu.RUnlock()
+	if n != 0 || q != 0 {
+		t.Fatalf("history holds %d deletions (%d queued) for transactions past their lifetime", n, q)
+	}
+	// live read k2, deleted since: its conflict is no longer in the
+	// history, so its commit must fail as too old, not succeed. Commit
+	// itself checks the deadline first; the commit path must too, for a
+	// commit that passes it on the way in.
+	req := &txnReq{readVersion: live.v.version, readTime: live.v.nowMs, reads: live.reads, deadline: live.start.Add(time.Second)}
+	if _, err := db.commit(live.ops, req); !errors.Is(err, ErrTransactionTooOld) {
+		t.Fatalf("commit past the deadline: %v, want transaction_too_old", err)
+	}
+	if err := live.Commit(); !errors.Is(err, ErrTransactionTooOld) {
+		t.Fatalf("Commit past the deadline: %v", err)
+	}
+	forgotten.Rollback()
+}
+
 // TestTxModel compares a transaction's view (database plus its own sets,
 // clears, range clears and atomic adds) with a map: point reads, key
 // selectors and selector range reads, forward and reverse, with limits.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"sync/atomic"
+	"time"
 
 	"github.com/caskade/caskade/internal/keydir"
 	"github.com/tidwall/btree"
@@ -34,7 +35,8 @@ func keyAfter(k []byte) []byte { return append(k[:len(k):len(k)], 0) }
 // succeeds only if nothing in reads changed after readVersion.
 type txnReq struct {
 	readVersion uint64
-	readTime    int64 // the instant (Unix ms) at which the reads judged expiry
+	deadline    time.Time // the transaction's, see liveTxn; past it the commit fails as too old
+	readTime    int64     // the instant (Unix ms) at which the reads judged expiry
 	reads       []keyRange
 	writes      []keyRange // explicit write conflict ranges
 	watches     []*Watch   // armed by the commit leader right after the commit
@@ -97,8 +99,22 @@ func newHistory() *history {
 type liveTxns struct {
 	count atomic.Int64
 	seq   uint64
-	reads map[uint64]uint64 // id -> read version; guarded by DB.mu
+	reads map[uint64]liveTxn // by id; guarded by DB.mu
 }
+
+// liveTxn is what the history keeps for an open transaction.
+type liveTxn struct {
+	version uint64 // its read version
+	// deadline is when it outlives TxnLifetime (zero: never, as for
+	// SnapshotForChecks). Past it the transaction can neither read nor
+	// commit, so the history keeps nothing for it: one left open by
+	// mistake does not make the history grow without bound.
+	deadline time.Time
+}
+
+// outlived reports whether a transaction with this deadline (zero: none)
+// has outlived its lifetime at now.
+func outlived(deadline, now time.Time) bool { return !deadline.IsZero() && now.After(deadline) }
 
 // txnConflict reports whether a transaction read anything that changed
 // after it read: written after its read version by a commit already
@@ -207,10 +223,15 @@ func (db *DB) recordHistory(applies []apply, wranges []histRange, ver uint64) {
 		}
 		db.hist.ranges = append(db.hist.ranges, wranges...)
 	}
-	// Forget what is older than every live transaction's read version.
+	// Forget what is older than every live transaction's read version,
+	// but for those past their deadline: a group evaluated from now on
+	// fails them as too old (runGroup) without a look at the history.
 	oldest := ver
-	for _, rv := range db.txns.reads {
-		oldest = min(oldest, rv)
+	now := db.opts.Now()
+	for _, lt := range db.txns.reads {
+		if !outlived(lt.deadline, now) {
+			oldest = min(oldest, lt.version)
+		}
 	}
 	n := 0
 	for n < len(db.hist.queue) && db.hist.queue[n].until <= oldest {
