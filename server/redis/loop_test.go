@@ -486,6 +486,15 @@ func TestLoopSlowReaderNotIdle(t *testing.T) {
 	if !onLoop(t, ts.srv) {
 		t.Fatal("the client is not on an event loop")
 	}
+	// So does a small send buffer on the server's side, which also makes
+	// the socket writable again, and the loop see the client take its
+	// reply, after every few kilobytes the client reads: an autotuned
+	// one grows to megabytes, and is writable again only once half of it
+	// has drained, which a slow reader on a loaded machine can take
+	// longer than the idle timeout to do.
+	if err := ts.srv.allClients()[0].nc.(*net.TCPConn).SetWriteBuffer(64 << 10); err != nil {
+		t.Fatal(err)
+	}
 	slow.send(cmd("GET", "big") + cmd("PING"))
 	head := fmt.Sprintf("$%d\r\n", len(val))
 	slow.expect(head)
