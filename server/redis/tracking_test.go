@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,8 +223,12 @@ func TestTrackingCSKSnapshotRead(t *testing.T) {
 // and its trackers invalidated, as Redis deletes an expired key on access
 // and invalidates it. Active expiry is off, so only the access can notice.
 // Like Redis, the reading client's own invalidation follows its reply.
+// The keys expire when the database's clock is moved past their TTL: a
+// real short TTL could run out before the first read on a slow machine.
 func TestTrackingExpiredOnAccess(t *testing.T) {
-	ts := startServerOpts(t, &caskade.Options{Sync: caskade.SyncNone, ExpiryPeriod: -1})
+	var skew atomic.Int64 // the database's clock runs ahead by this much
+	ts := startServerOpts(t, &caskade.Options{Sync: caskade.SyncNone, ExpiryPeriod: -1,
+		Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
 	c, w := ts.dial(), ts.dial()
 	c.send(cmd("HELLO", "3"))
 	if _, err := readRawReply(c.br, nil); err != nil {
@@ -233,53 +238,46 @@ func TestTrackingExpiredOnAccess(t *testing.T) {
 	const push = ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n"
 
 	// Another client's read finds the key expired.
-	w.do(cmd("SET", "k", "v", "PX", "50"), "+OK\r\n")
+	w.do(cmd("SET", "k", "v", "EX", "100"), "+OK\r\n")
 	c.do(cmd("GET", "k"), "$1\r\nv\r\n")
-	for {
-		w.send(cmd("GET", "k"))
-		if w.readLine() == "$-1\r\n" {
-			break
-		}
-		w.readLine()
-	}
+	skew.Store(int64(time.Hour))
+	w.do(cmd("GET", "k"), "$-1\r\n")
 	c.expect(push)
 
 	// The tracking client's own read finds it expired (the key is no
-	// longer tracked, so the SET sends nothing).
-	w.do(cmd("SET", "k", "v", "PX", "50"), "+OK\r\n")
-	for {
-		c.send(cmd("GET", "k"))
-		if c.readLine() == "_\r\n" {
-			break
-		}
-		c.expect("v\r\n")
-	}
+	// longer tracked, so the SET sends nothing). The clock is set back
+	// first: the server computes an EX from its own clock, not the
+	// database's.
+	skew.Store(0)
+	w.do(cmd("SET", "k", "v", "EX", "100"), "+OK\r\n")
+	c.do(cmd("GET", "k"), "$1\r\nv\r\n")
+	skew.Store(int64(time.Hour))
+	c.do(cmd("GET", "k"), "_\r\n")
 	c.expect(push)
 	c.do(cmd("PING"), "+PONG\r\n")
 }
 
-// TestRueidisExpiredInvalidation: rueidis caches a key with a 50 ms TTL;
-// once a read finds it expired, the invalidation push arrives.
+// TestRueidisExpiredInvalidation: rueidis caches a key with a TTL; once a
+// read finds it expired, the invalidation push arrives. The key expires
+// when the database's clock is moved past its TTL: a real short TTL could
+// run out before the cached read on a slow machine.
 func TestRueidisExpiredInvalidation(t *testing.T) {
-	ts := startServerOpts(t, &caskade.Options{Sync: caskade.SyncNone, ExpiryPeriod: -1})
+	var skew atomic.Int64 // the database's clock runs ahead by this much
+	ts := startServerOpts(t, &caskade.Options{Sync: caskade.SyncNone, ExpiryPeriod: -1,
+		Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
 	ctx := context.Background()
 	cli, inval := rueidisCaching(t, ts.addr)
 	other := ts.goRedis(nil)
-	if err := other.Set(ctx, "k", "v", 50*time.Millisecond).Err(); err != nil {
+	if err := other.Set(ctx, "k", "v", 100*time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}
 	r := cli.DoCache(ctx, cli.B().Get().Key("k").Cache(), time.Minute)
 	if v, err := r.ToString(); err != nil || v != "v" {
 		t.Fatalf("cached GET = %q, %v", v, err)
 	}
-	for {
-		_, err := other.Get(ctx, "k").Result()
-		if errors.Is(err, goredis.Nil) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	skew.Store(int64(time.Hour))
+	if _, err := other.Get(ctx, "k").Result(); !errors.Is(err, goredis.Nil) {
+		t.Fatalf("GET of the expired key: %v, want nil", err)
 	}
 	select {
 	case k := <-inval:
