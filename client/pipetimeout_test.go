@@ -13,9 +13,12 @@ import (
 // replies take longer than ReadTimeout in all, each within it, is not cut
 // short; with a context that cannot be cancelled (the caller reads its own
 // replies) and with one that can (the reader goroutine does). The pauses
-// between the replies let time pass; they synchronise nothing.
+// between the replies let time pass; they synchronise nothing. Each
+// reply comes rt/3 after the one before it, leaving two thirds of rt for
+// the scheduling delays of a loaded machine (with rt/2 they took more
+// than the rest under -race); n of them take longer than rt in all.
 func TestSharedPipelineReadTimeoutPerReply(t *testing.T) {
-	const rt = 300 * time.Millisecond
+	const rt = 600 * time.Millisecond
 	const n = 4
 	s := startStepServer(t)
 	c := dial(t, s.addr, &client.Options{PoolSize: 1, ReadTimeout: rt, MaxRetries: -1})
@@ -40,7 +43,7 @@ func TestSharedPipelineReadTimeoutPerReply(t *testing.T) {
 			<-s.got
 		}
 		for range n {
-			time.Sleep(rt / 2)
+			time.Sleep(rt / 3)
 			s.release <- struct{}{}
 		}
 		if err := <-errc; err != nil {
