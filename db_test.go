@@ -1025,3 +1025,43 @@ func TestActiveExpiryKeepsUp(t *testing.T) {
 	mustGet(t, db, "stay", "v")
 	mustGet(t, db, "later", "v")
 }
+
+// CountKeys counts as Stats.Keys does, expired keys not yet dropped
+// included, so that the total minus some ranges' counts is the rest's.
+func TestCountKeys(t *testing.T) {
+	clk := newTestClock()
+	db := openTest(t, t.TempDir(), &Options{Now: clk.Now, ExpiryPeriod: -1})
+	mustSet(t, db, "v", "a", "b", "c", "d")
+	if err := db.SetWithTTL([]byte("bb"), []byte("v"), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Second)
+	for _, c := range []struct {
+		begin, end   string
+		nilEnd       bool
+		keys, expiry int
+	}{
+		{"", "", true, 5, 1},
+		{"b", "c", false, 2, 1}, // b and the expired bb
+		{"b", "", true, 4, 1},
+		{"c", "c", false, 0, 0},
+		{"c", "", true, 2, 0},
+		{"e", "", true, 0, 0},
+	} {
+		var end []byte
+		if !c.nilEnd {
+			end = []byte(c.end)
+		}
+		n, x, err := db.CountKeys([]byte(c.begin), end)
+		if err != nil || n != c.keys || x != c.expiry {
+			t.Errorf("CountKeys(%q, %q): %d, %d, %v; want %d, %d", c.begin, end, n, x, err, c.keys, c.expiry)
+		}
+	}
+	if st := db.Stats(); st.Keys != 5 || st.ExpiringKeys != 1 {
+		t.Fatalf("Stats: %d keys, %d expiring; want 5, 1", st.Keys, st.ExpiringKeys)
+	}
+	db.Close()
+	if _, _, err := db.CountKeys(nil, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("CountKeys of a closed database: %v", err)
+	}
+}

@@ -271,6 +271,32 @@ func (db *DB) RangeSelect(begin, end KeySelector, opts *RangeOptions) ([]KeyValu
 	return v.rangeSelect(begin, end, opts)
 }
 
+// CountKeys counts the keys in [begin, end) (a nil end: to the end of the
+// key space), and those of them with a TTL, as Stats.Keys and
+// Stats.ExpiringKeys count them: with the keys that expired but that
+// active expiry has not dropped yet, so that the totals minus the counts
+// of some ranges are the counts of the rest. It reads no values; its cost
+// grows with the keys in the range.
+func (db *DB) CountKeys(begin, end []byte) (keys, expiring int, err error) {
+	if db.shut.Load() {
+		return 0, 0, ErrClosed
+	}
+	v := db.newView()
+	defer v.release()
+	it := v.tree.Iter()
+	for ok := it.Seek(begin); ok; ok = it.Next() {
+		k, e := it.KeyEntry()
+		if end != nil && bytes.Compare(k, end) >= 0 {
+			break
+		}
+		keys++
+		if e.Expiry != 0 {
+			expiring++
+		}
+	}
+	return keys, expiring, nil
+}
+
 // GetKey resolves a key selector against the current state (see
 // KeySelector).
 func (db *DB) GetKey(sel KeySelector) ([]byte, error) {

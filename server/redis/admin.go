@@ -338,7 +338,14 @@ type keyspaceStat struct {
 // avg_ttl is then not computed and reported as 0).
 func (s *Server) keyspace(st caskade.Stats) []keyspaceStat {
 	var out []keyspaceStat
+	// Database 0's counts are the totals minus the others', counted as
+	// the totals count them: with the keys that expired but were not
+	// dropped yet, which the iterator below skips (and may drop), or
+	// database 0 would count those.
 	var otherKeys, otherExp int64
+	if n, x, err := s.DB.CountKeys([]byte{dbPrefixByte}, nil); err == nil {
+		otherKeys, otherExp = int64(n), int64(x)
+	}
 	it, err := s.DB.NewIterator(&caskade.IterOptions{LowerBound: []byte{dbPrefixByte}})
 	if err == nil {
 		now := time.Now()
@@ -354,11 +361,7 @@ func (s *Server) keyspace(st caskade.Stats) []keyspaceStat {
 		}
 		for ok := it.First(); ok; ok = it.Next() {
 			_, db, valid := userKey(it.Key())
-			otherKeys++
 			info := it.Info()
-			if !info.ExpiresAt.IsZero() {
-				otherExp++
-			}
 			if !valid || db >= s.databases {
 				continue
 			}

@@ -573,7 +573,9 @@ func cmdRandomkey(c *client, args [][]byte) {
 // dbSize counts the keys of a database. Database 0's count is the total
 // minus the other databases', so it stays cheap when they are small; it
 // may include keys that expired but active expiry has not dropped yet,
-// as Redis's DBSIZE does.
+// as Redis's DBSIZE does. The other databases' keys are counted as the
+// total counts them, such expired keys included, or database 0 would
+// count those as its own.
 func (c *client) dbSize(db int) (int64, error) {
 	count := func(begin, end []byte) (int64, error) {
 		var n int64
@@ -585,11 +587,11 @@ func (c *client) dbSize(db int) (int64, error) {
 		return count(begin, end)
 	}
 	total := int64(c.s.DB.Stats().Keys)
-	others, err := count([]byte{dbPrefixByte}, nil)
+	others, _, err := c.s.DB.CountKeys([]byte{dbPrefixByte}, nil)
 	if err != nil {
 		return 0, err
 	}
-	return max(total-others, 0), nil
+	return max(total-int64(others), 0), nil
 }
 
 func cmdDbsize(c *client, args [][]byte) {
