@@ -996,25 +996,14 @@ func TestDumpToANamedPipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loaded := filepath.Join(t.TempDir(), "loaded")
-	if lr := run(t, nil, bytes.NewReader(got), "load", loaded); lr.err != nil {
-		t.Fatalf("load of what the pipe carried (%d bytes): %v", len(got), lr.err)
-	}
-	sameContents(t, "loaded from the pipe", contents(t, loaded), want)
+	loadsAs(t, "what the pipe carried", got, want)
 }
 
 // restore --force removes the database in DIR and leaves every other file
 // alone, those whose names merely end in .tmp too.
 func TestRestoreForceKeepsFilesItDoesNotOwn(t *testing.T) {
-	src := t.TempDir()
-	db := openDB(t, src, &caskade.Options{Sync: caskade.SyncNone})
 	want := map[string]entry{"k": {val: "v"}}
-	write(t, db, want)
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	backup := filepath.Join(t.TempDir(), "backup")
-	mustRun(t, "backup", src, backup)
+	backup := backupOf(t, want)
 
 	dir := t.TempDir()
 	odb := openDB(t, dir, nil)
@@ -1163,17 +1152,36 @@ func TestLoadCountsExpiredPairsApart(t *testing.T) {
 	})
 }
 
-// A restore refused because DIR is not empty leaves DIR as it was: no lock
-// file appears among the files of a directory it will not touch.
-func TestRefusedRestoreLeavesTheDirectoryAlone(t *testing.T) {
+// loadsAs loads the dump stream into a new database with "caskade load"
+// and checks that it holds exactly want.
+func loadsAs(t *testing.T, what string, stream []byte, want map[string]entry) {
+	t.Helper()
+	loaded := filepath.Join(t.TempDir(), "loaded")
+	if r := run(t, nil, bytes.NewReader(stream), "load", loaded); r.err != nil {
+		t.Fatalf("load of %s (%d bytes): %v", what, len(stream), r.err)
+	}
+	sameContents(t, "loaded from "+what, contents(t, loaded), want)
+}
+
+// backupOf writes want into a new database and returns the directory of
+// a backup of it made by "caskade backup".
+func backupOf(t *testing.T, want map[string]entry) string {
+	t.Helper()
 	src := t.TempDir()
 	db := openDB(t, src, &caskade.Options{Sync: caskade.SyncNone})
-	write(t, db, map[string]entry{"k": {val: "v"}})
+	write(t, db, want)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 	backup := filepath.Join(t.TempDir(), "backup")
 	mustRun(t, "backup", src, backup)
+	return backup
+}
+
+// A restore refused because DIR is not empty leaves DIR as it was: no lock
+// file appears among the files of a directory it will not touch.
+func TestRefusedRestoreLeavesTheDirectoryAlone(t *testing.T) {
+	backup := backupOf(t, map[string]entry{"k": {val: "v"}})
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
@@ -1427,14 +1435,7 @@ func TestLoadAndDumpStopWhenBlockedOnAPipe(t *testing.T) {
 
 // A manifest restore cannot read says why in words, not "<nil>".
 func TestRestoreOfAnUnreadableManifestSaysWhy(t *testing.T) {
-	src := t.TempDir()
-	db := openDB(t, src, &caskade.Options{Sync: caskade.SyncNone})
-	write(t, db, map[string]entry{"k": {val: "v"}})
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	backup := filepath.Join(t.TempDir(), "backup")
-	mustRun(t, "backup", src, backup)
+	backup := backupOf(t, map[string]entry{"k": {val: "v"}})
 	manifest := filepath.Join(backup, caskade.ManifestName)
 	orig, err := os.ReadFile(manifest)
 	if err != nil {
@@ -1514,11 +1515,7 @@ func TestDumpThroughASymlink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loaded := filepath.Join(t.TempDir(), "loaded")
-	if r := run(t, nil, bytes.NewReader(b), "load", loaded); r.err != nil {
-		t.Fatalf("load of the file the link points to: %v", r.err)
-	}
-	sameContents(t, "loaded", contents(t, loaded), want)
+	loadsAs(t, "the file the link points to", b, want)
 	if leftovers, _ := filepath.Glob(filepath.Join(out, ".*")); len(leftovers) != 0 {
 		t.Errorf("dump left temporary files: %v", leftovers)
 	}
