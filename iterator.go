@@ -2,6 +2,7 @@ package caskade
 
 import (
 	"bytes"
+	"runtime"
 
 	"github.com/caskade/caskade/internal/keydir"
 	"github.com/caskade/caskade/internal/segment"
@@ -50,6 +51,7 @@ type Iterator struct {
 	err       error
 	closed    bool
 	ownsView  bool
+	cleanup   runtime.Cleanup // guard's
 }
 
 func newIterator(v *view, opts *IterOptions) *Iterator {
@@ -66,6 +68,13 @@ func newIterator(v *view, opts *IterOptions) *Iterator {
 		}
 	}
 	return it
+}
+
+// guard registers the cleanup that releases the iterator's view if the
+// caller drops it open (see readerHold). Iterators that the package
+// closes itself go without.
+func (i *Iterator) guard() {
+	i.cleanup = runtime.AddCleanup(i, (*readerHold).release, &readerHold{v: i.v})
 }
 
 // settle validates the position after a move of the underlying iterator,
@@ -311,6 +320,7 @@ func (i *Iterator) close(release bool) error {
 		return ErrClosed
 	}
 	i.closed, i.valid = true, false
+	i.cleanup.Stop()
 	i.it.Release()
 	if release && i.ownsView {
 		i.v.release()

@@ -2,6 +2,7 @@ package caskade
 
 import (
 	"bytes"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +44,35 @@ func (v *view) release() {
 	v.files.release()
 }
 
+// readerHold is what an open Tx, Snapshot or Iterator holds of the
+// database: a view, which keeps the data files it reads open (merge cannot
+// delete them) and the key directory's state in memory, and perhaps a
+// registration as a live reader, which makes commits remember deletions.
+// A holder that the caller drops without Rollback or Close would keep
+// them for the life of the process, so the holders that callers get
+// register release as a cleanup (runtime.AddCleanup) and stop it when
+// they end; the runtime then releases a dropped one's hold once it finds
+// the holder unreachable.
+type readerHold struct {
+	v     *view
+	txid  uint64      // registered as a live reader, or 0
+	iters []*Iterator // a transaction's fast-path iterators
+}
+
+func (h *readerHold) release() {
+	for _, it := range h.iters {
+		it.Close() // closing twice is harmless
+	}
+	h.v.release()
+	if h.txid != 0 {
+		db := h.v.db
+		db.mu.Lock()
+		delete(db.txns.reads, h.txid)
+		db.mu.Unlock()
+		db.txns.count.Add(-1)
+	}
+}
+
 // probe is lookup for a reader that then reads the value with readProbed
 // (see keydir.Tree.Probe).
 func (v *view) probe(key []byte) (e keydir.Entry, ok, verify bool) {
@@ -72,16 +102,26 @@ func (v *view) lookup(key []byte) (keydir.Entry, bool) {
 // Snapshot is a consistent, point-in-time, read-only view of the database:
 // it sees every commit up to its version and none after, and it judges
 // expiry at the instant it was taken. Taking one is O(1). It is safe for
-// concurrent use. Close it when done.
+// concurrent use. Close it when done: until then it keeps the data files it
+// reads (merge cannot delete them) and the state of the key directory it
+// sees in memory. One dropped without Close is released only once the
+// garbage collector finds it unreachable.
 type Snapshot struct {
-	v      *view
-	closed atomic.Bool
-	txid   uint64 // registered as a live reader (SnapshotForChecks), or 0
+	v       *view
+	closed  atomic.Bool
+	txid    uint64 // registered as a live reader (SnapshotForChecks), or 0
+	cleanup runtime.Cleanup
+}
+
+// guard registers the cleanup that releases s if it is dropped open.
+func (s *Snapshot) guard() {
+	s.cleanup = runtime.AddCleanup(s, (*readerHold).release, &readerHold{v: s.v, txid: s.txid})
 }
 
 // Snapshot returns a view of the database as of now.
 func (db *DB) Snapshot() *Snapshot {
 	s := &Snapshot{v: db.newView()}
+	s.guard()
 	if db.shut.Load() {
 		// Of a closed database: every read of it returns ErrClosed.
 		s.Close()
@@ -104,6 +144,7 @@ func (db *DB) SnapshotForChecks() *Snapshot {
 	s.v = db.newViewLocked()
 	db.txns.reads[s.txid] = liveTxn{version: s.v.version}
 	db.mu.Unlock()
+	s.guard()
 	if db.shut.Load() {
 		s.Close()
 	}
@@ -170,7 +211,9 @@ func (s *Snapshot) NewIterator(opts *IterOptions) (*Iterator, error) {
 	s.v.db.snapshots++
 	s.v.db.mu.Unlock()
 	s.v.files.acquire()
-	return newIterator(s.v, opts), nil
+	it := newIterator(s.v, opts)
+	it.guard()
+	return it, nil
 }
 
 // GetKey resolves a key selector against the snapshot (see KeySelector).
@@ -204,14 +247,8 @@ func (s *Snapshot) Close() error {
 	if s.closed.Swap(true) {
 		return ErrClosed
 	}
-	s.v.release()
-	if s.txid != 0 {
-		db := s.v.db
-		db.mu.Lock()
-		delete(db.txns.reads, s.txid)
-		db.mu.Unlock()
-		db.txns.count.Add(-1)
-	}
+	s.cleanup.Stop()
+	(&readerHold{v: s.v, txid: s.txid}).release()
 	return nil
 }
 
@@ -314,7 +351,9 @@ func (db *DB) NewIterator(opts *IterOptions) (*Iterator, error) {
 	if db.shut.Load() {
 		return nil, ErrClosed
 	}
-	return newIterator(db.newView(), opts), nil
+	it := newIterator(db.newView(), opts)
+	it.guard()
+	return it, nil
 }
 
 func (v *view) rangeRead(begin, end []byte, opts *RangeOptions) ([]KeyValue, error) {

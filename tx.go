@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"time"
 
@@ -49,10 +50,11 @@ type Tx struct {
 	probe        txWrite  // search key for writes, reused
 	reader       TxReader // the non-snapshot reader behind Tx's own read methods
 	committed    uint64
-	steps        int           // range read steps, to read the clock now and then
-	readOnly     bool          // ReadTransact: never commits, so records no read conflicts
-	iters        []*Iterator   // fast-path iterators, closed when the transaction ends
-	open         []*TxIterator // range reads that record conflicts, until they finish
+	steps        int             // range read steps, to read the clock now and then
+	readOnly     bool            // ReadTransact: never commits, so records no read conflicts
+	hold         *readerHold     // its view, registration and fast-path iterators, released when it ends
+	cleanup      runtime.Cleanup // Begin's: releases hold if the caller drops the transaction (readerHold)
+	open         []*TxIterator   // range reads that record conflicts, until they finish
 	watches      []*Watch
 	snapshotView TxReader
 }
@@ -72,8 +74,20 @@ type txWrite struct {
 }
 
 // Begin starts a transaction at the current version. End it with Commit or
-// Rollback.
+// Rollback: until then it holds its snapshot (see Snapshot). One dropped
+// without either is released only once the garbage collector finds it
+// unreachable.
 func (db *DB) Begin() (*Tx, error) {
+	tx, err := db.begin()
+	if err == nil {
+		tx.cleanup = runtime.AddCleanup(tx, (*readerHold).release, tx.hold)
+	}
+	return tx, err
+}
+
+// begin is Begin for callers that are sure to end the transaction
+// (Transact): it registers no cleanup.
+func (db *DB) begin() (*Tx, error) {
 	if db.opts.ReadOnly {
 		return db.beginRead(), nil
 	}
@@ -112,6 +126,7 @@ func (db *DB) beginTx(register bool) *Tx {
 		db.txns.reads[tx.id] = lt
 	}
 	db.mu.Unlock()
+	tx.hold = &readerHold{v: tx.v, txid: tx.id}
 	tx.snapshotView = TxReader{tx: tx, snapshot: true}
 	tx.reader = TxReader{tx: tx}
 	return tx
@@ -134,16 +149,8 @@ func (tx *Tx) end() {
 		return
 	}
 	tx.done = true
-	for _, it := range tx.iters {
-		it.Close() // an abandoned TxIterator's; closing twice is harmless
-	}
-	tx.v.release()
-	if tx.id != 0 {
-		tx.db.mu.Lock()
-		delete(tx.db.txns.reads, tx.id)
-		tx.db.mu.Unlock()
-		tx.db.txns.count.Add(-1)
-	}
+	tx.cleanup.Stop()
+	tx.hold.release()
 }
 
 // ReadVersion returns the version the transaction reads at.
@@ -895,7 +902,7 @@ func (it *TxIterator) nextFast() (ok, done bool) {
 		tx.v.db.mu.Unlock()
 		tx.v.files.acquire()
 		it.fast = newIterator(tx.v, &IterOptions{LowerBound: it.lo, UpperBound: it.hi})
-		tx.iters = append(tx.iters, it.fast)
+		tx.hold.iters = append(tx.hold.iters, it.fast)
 		switch {
 		case !it.started && !it.opts.Reverse:
 			ok = it.fast.First()
@@ -1299,7 +1306,7 @@ func (db *DB) Transact(ctx context.Context, fn func(tx *Tx) error) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		tx, err := db.Begin()
+		tx, err := db.begin()
 		if err != nil {
 			return err
 		}
