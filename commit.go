@@ -467,6 +467,10 @@ func (db *DB) runGroup(group []*commitReq) {
 				switch {
 				case del && live:
 					put(apply{key: o.key, del: true}, record.KindDelete, nil)
+				case !del && live && bytes.Equal(nv, cur):
+					// Unchanged (a max below the value, a compare and
+					// clear that did not match): no new version for the
+					// key, no watch or invalidation fires.
 				case !del:
 					put(apply{key: o.key, valLen: uint32(len(nv)), expiry: exp, flags: flags, pos: found}, record.KindPut, nv)
 				}
@@ -494,11 +498,12 @@ func (db *DB) runGroup(group []*commitReq) {
 				}
 			}
 		}
-		if failed == nil && last < 0 && len(wranges) > wrMark {
-			// Write conflict ranges alone still make a commit with a
-			// version of its own (CommittedVersion, Versionstamp): a
-			// record must carry it to disk, or the next open would hand
-			// it out again.
+		if failed == nil && last < 0 && (len(wranges) > wrMark || r.txn != nil) {
+			// A transaction that changes no key (write conflict ranges
+			// alone, a clear of what is absent) still commits at a
+			// version of its own (CommittedVersion, Versionstamp), as in
+			// FoundationDB: a record must carry it to disk, or the next
+			// open would hand it out again.
 			put(apply{key: versionCarrier(db.tree, overlay), del: true, carrier: true}, record.KindDelete, nil)
 		}
 		if failed == nil && len(buf)-bufMark > maxCommitBytes {

@@ -156,15 +156,17 @@ func (tx *Tx) end() {
 // ReadVersion returns the version the transaction reads at.
 func (tx *Tx) ReadVersion() uint64 { return tx.v.version }
 
-// CommittedVersion returns the version the transaction committed at (0 if
-// it wrote nothing or has not committed).
+// CommittedVersion returns the version the transaction committed at: 0 if
+// it has not committed, or committed without a mutation or write conflict
+// range (a read-only transaction). As in FoundationDB, one whose mutations
+// changed nothing (a clear of an absent key) still has a version.
 func (tx *Tx) CommittedVersion() uint64 { return tx.committed }
 
 // Versionstamp returns the 10-byte versionstamp of the committed
 // transaction: what SetVersionstampedKey and SetVersionstampedValue wrote.
 func (tx *Tx) Versionstamp() ([]byte, error) {
 	if tx.committed == 0 {
-		return nil, errors.New("caskade: versionstamp of a transaction that did not commit a write")
+		return nil, errors.New("caskade: versionstamp of a transaction that did not commit a mutation")
 	}
 	vs := versionstamp(tx.committed)
 	return vs[:], nil

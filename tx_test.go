@@ -1098,13 +1098,27 @@ func TestTxRangeEmptyKey(t *testing.T) {
 	}
 }
 
-// TestWriteConflictOnlyVersionSurvivesReopen checks that a transaction
-// that only adds write conflict ranges, and so commits at a version of its
-// own without writing a key, never sees its version handed out again:
-// not after a reopen, nor after a merge and a reopen. The record that
-// carries the version changes no key (not even the empty one, which is
-// live here) and tells no subscriber of a change.
-func TestWriteConflictOnlyVersionSurvivesReopen(t *testing.T) {
+// TestNoOpCommitVersionSurvivesReopen checks that a transaction that
+// changes no key (it only adds write conflict ranges, or clears what is
+// absent) still commits at a version of its own, as in FoundationDB, with
+// a versionstamp, and never sees that version handed out again: not after
+// a reopen, nor after a merge and a reopen. The record that carries the
+// version changes no key (not even the empty one, which is live here) and
+// tells no subscriber of a change.
+func TestNoOpCommitVersionSurvivesReopen(t *testing.T) {
+	for name, change := range map[string]func(tx *Tx){
+		"write conflict":   func(tx *Tx) { tx.AddWriteConflictKey([]byte("x")) },
+		"clear absent key": func(tx *Tx) { tx.Clear([]byte("absent")) },
+		"clear empty range": func(tx *Tx) {
+			tx.ClearRange([]byte("m"), []byte("n"))
+		},
+		"compare and clear, no match": func(tx *Tx) { tx.CompareAndClear([]byte(""), []byte("other")) },
+	} {
+		t.Run(name, func(t *testing.T) { testNoOpCommitVersion(t, change) })
+	}
+}
+
+func testNoOpCommitVersion(t *testing.T, change func(tx *Tx)) {
 	fs := vfs.NewMem()
 	opts := &Options{FS: fs, ExpiryPeriod: -1}
 	db := openTest(t, "/db", opts)
@@ -1123,13 +1137,16 @@ func TestWriteConflictOnlyVersionSurvivesReopen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tx.AddWriteConflictKey([]byte("x"))
+		change(tx)
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
 		v := tx.CommittedVersion()
 		if v == 0 || seen[v] {
-			t.Fatalf("round %d: conflict-only commit at version %d, seen before: %v", round, v, seen[v])
+			t.Fatalf("round %d: no-op commit at version %d, seen before: %v", round, v, seen[v])
+		}
+		if vs, err := tx.Versionstamp(); err != nil || binary.BigEndian.Uint64(vs) != v {
+			t.Fatalf("round %d: versionstamp %x, %v; want one of version %d", round, vs, err, v)
 		}
 		seen[v] = true
 		if len(told) > 0 {
