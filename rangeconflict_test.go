@@ -293,3 +293,95 @@ func TestTxKeyRange(t *testing.T) {
 		resetKey(t, db, c.changed, "a", "b", "c", "\xff", "\xff\xff")
 	}
 }
+
+// A range read over what the transaction cleared before it read that from
+// its own writes, not the database: as in FoundationDB, a change there by
+// another transaction does not fail the commit. A change outside the
+// cleared part does, and so does one in a range cleared only after the
+// read, which met the database's keys there first.
+func TestRangeReadOverOwnClearNoConflict(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	setUp := []string{"b", "d", "q", "x"}
+	mustSet(t, db, "v", setUp...)
+	for _, tc := range []struct {
+		name       string
+		clearFirst [2]string // cleared before the read ("" end: none)
+		clearAfter [2]string // cleared after the read
+		write      string    // what another transaction writes meanwhile
+		conflict   bool
+	}{
+		{"inside the cleared range", [2]string{"a", "m"}, [2]string{}, "c", false},
+		{"a key the clear removed", [2]string{"a", "m"}, [2]string{}, "b", false},
+		{"past the cleared range", [2]string{"a", "m"}, [2]string{}, "r", true},
+		{"before the cleared middle", [2]string{"c", "m"}, [2]string{}, "b", true},
+		{"the whole range cleared", [2]string{"", "zz"}, [2]string{}, "q", false},
+		{"cleared after the read", [2]string{}, [2]string{"a", "m"}, "c", true},
+	} {
+		tx := mustBegin(t, db)
+		if tc.clearFirst[1] != "" {
+			tx.ClearRange([]byte(tc.clearFirst[0]), []byte(tc.clearFirst[1]))
+		}
+		if _, err := tx.Range([]byte("a"), []byte("z"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if tc.clearAfter[1] != "" {
+			tx.ClearRange([]byte(tc.clearAfter[0]), []byte(tc.clearAfter[1]))
+		}
+		mustSet(t, db, "other", tc.write)
+		commitVerdict(t, tx, tc.name, tc.conflict)
+		for _, k := range append([]string{tc.write}, setUp...) {
+			resetKey(t, db, k, setUp...)
+		}
+	}
+	// An iterator that met "b" in the database, then saw the transaction
+	// clear it, read it all the same.
+	tx := mustBegin(t, db)
+	it := tx.KeyRangeIterator([]byte("a"), []byte("z"), nil)
+	if !it.Next() || string(it.KeyValue().Key) != "b" {
+		t.Fatalf("first pair %q, %v; want b", it.KeyValue().Key, it.Err())
+	}
+	tx.ClearRange([]byte("a"), []byte("m"))
+	for it.Next() {
+	}
+	mustSet(t, db, "other", "b")
+	commitVerdict(t, tx, "cleared in the middle of the read", true)
+}
+
+func TestSubtractRanges(t *testing.T) {
+	kr := func(b, e string) keyRange {
+		r := keyRange{begin: []byte(b)}
+		if e != "~" {
+			r.end = []byte(e)
+		}
+		return r
+	}
+	show := func(rs []keyRange) string {
+		var parts []string
+		for _, r := range rs {
+			end := "~"
+			if r.end != nil {
+				end = string(r.end)
+			}
+			parts = append(parts, fmt.Sprintf("[%s,%s)", r.begin, end))
+		}
+		return strings.Join(parts, " ")
+	}
+	for _, tc := range []struct {
+		r    keyRange
+		cuts []keyRange
+		want string
+	}{
+		{kr("a", "z"), nil, "[a,z)"},
+		{kr("a", "z"), []keyRange{kr("c", "f")}, "[a,c) [f,z)"},
+		{kr("a", "z"), []keyRange{kr("", "f")}, "[f,z)"},
+		{kr("a", "z"), []keyRange{kr("m", "~")}, "[a,m)"},
+		{kr("a", "~"), []keyRange{kr("m", "p")}, "[a,m) [p,~)"},
+		{kr("a", "z"), []keyRange{kr("c", "f"), kr("e", "h"), kr("x", "~")}, "[a,c) [h,x)"},
+		{kr("a", "z"), []keyRange{kr("z", "zz")}, "[a,z)"},
+		{kr("a", "z"), []keyRange{kr("", "~")}, ""},
+	} {
+		if got := show(subtractRanges(tc.r, tc.cuts)); got != tc.want {
+			t.Errorf("%s minus %s = %q, want %q", show([]keyRange{tc.r}), show(tc.cuts), got, tc.want)
+		}
+	}
+}

@@ -685,6 +685,7 @@ func (r *TxReader) start(it *TxIterator) *TxIterator {
 	if r.records() {
 		r.tx.track(it)
 	}
+	it.clearsAt = len(r.tx.clears)
 	return it
 }
 
@@ -793,6 +794,7 @@ type TxIterator struct {
 	started  bool
 	finished bool
 	fast     *Iterator // while the transaction has no writes: the snapshot's own iterator
+	clearsAt int       // the transaction's clears when it started: what it read there came from none
 }
 
 // Next moves to the next pair; it returns false at the end or on error.
@@ -983,7 +985,36 @@ func (it *TxIterator) finish(limited bool) {
 			hi = keyAfter(it.cur)
 		}
 	}
-	it.r.conflict(keyRange{bytes.Clone(lo), bytes.Clone(hi)})
+	// What lies in ranges the transaction cleared before the read came
+	// from its own writes, not the database: as in FoundationDB, no read
+	// conflict there. (A clear after the start is not subtracted: the read
+	// may have met the database's keys there first.)
+	for _, kr := range subtractRanges(keyRange{lo, hi}, it.r.tx.clears[:it.clearsAt]) {
+		it.r.conflict(keyRange{bytes.Clone(kr.begin), bytes.Clone(kr.end)})
+	}
+}
+
+// subtractRanges returns the parts of r outside every range of cuts, in
+// order; they share r's and the cuts' slices.
+func subtractRanges(r keyRange, cuts []keyRange) []keyRange {
+	parts := []keyRange{r}
+	for _, c := range cuts {
+		var next []keyRange
+		for _, p := range parts {
+			if !p.overlaps(c) {
+				next = append(next, p)
+				continue
+			}
+			if bytes.Compare(c.begin, p.begin) > 0 {
+				next = append(next, keyRange{p.begin, c.begin})
+			}
+			if c.end != nil && (p.end == nil || bytes.Compare(c.end, p.end) < 0) {
+				next = append(next, keyRange{c.end, p.end})
+			}
+		}
+		parts = next
+	}
+	return parts
 }
 
 // KeyValue returns the current pair; the slices are the caller's.

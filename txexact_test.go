@@ -248,24 +248,31 @@ func TestTxExactModel(t *testing.T) {
 			t.Helper()
 			t.Fatalf("round %d: %s\nsteps:\n%s", round, fmt.Sprintf(format, args...), strings.Join(log, "\n"))
 		}
-		var reads []keyRange
-		read := func(rd *TxReader, lo, hi []byte) {
+		// A read conflict range, less the ranges the transaction had
+		// cleared when a range read began: it read those from its own
+		// writes (selectors resolve against the database's keys: none).
+		type modelRead struct {
+			keyRange
+			own []keyRange
+		}
+		var reads []modelRead
+		read := func(rd *TxReader, lo, hi []byte, own []keyRange) {
 			if !rd.snapshot && (hi == nil || bytes.Compare(lo, hi) < 0) {
-				reads = append(reads, keyRange{bytes.Clone(lo), bytes.Clone(hi)})
+				reads = append(reads, modelRead{keyRange{bytes.Clone(lo), bytes.Clone(hi)}, own})
 			}
 		}
 		readSelector := func(rd *TxReader, s KeySelector, k []byte) {
 			bound := selectorBound(s)
 			switch {
 			case s.Offset <= 0:
-				read(rd, k, bound)
+				read(rd, k, bound, nil)
 			case k == nil:
-				read(rd, bound, nil)
+				read(rd, bound, nil, nil)
 			default:
-				read(rd, bound, keyAfter(bytes.Clone(k)))
+				read(rd, bound, keyAfter(bytes.Clone(k)), nil)
 			}
 		}
-		readRange := func(rd *TxReader, lo, hi []byte, o RangeOptions, kvs []KeyValue) {
+		readRange := func(rd *TxReader, lo, hi []byte, o RangeOptions, kvs []KeyValue, own []keyRange) {
 			if o.Limit > 0 && len(kvs) == o.Limit {
 				if last := kvs[len(kvs)-1].Key; o.Reverse {
 					lo = last
@@ -273,7 +280,7 @@ func TestTxExactModel(t *testing.T) {
 					hi = keyAfter(bytes.Clone(last))
 				}
 			}
-			read(rd, lo, hi)
+			read(rd, lo, hi, own)
 		}
 
 		for range 1 + r.IntN(20) {
@@ -378,7 +385,7 @@ func TestTxExactModel(t *testing.T) {
 					fail("get %q = %x, %v; want %x, %v", k, v, err, want, ok)
 				}
 				if !isKnown(k) {
-					read(rd, k, keyAfter(bytes.Clone(k)))
+					read(rd, k, keyAfter(bytes.Clone(k)), nil)
 				}
 			case 7:
 				s := sel()
@@ -419,7 +426,7 @@ func TestTxExactModel(t *testing.T) {
 					ehi = hi
 					readSelector(rd, e, hi)
 				}
-				readRange(rd, blo, ehi, o, kvs)
+				readRange(rd, blo, ehi, o, kvs, slices.Clip(cleared))
 			case 10:
 				lo, hi := span()
 				if r.IntN(5) == 0 {
@@ -431,13 +438,14 @@ func TestTxExactModel(t *testing.T) {
 				if want := view.rangeOf(lo, hi, o); err != nil || hexKVs(kvs) != want {
 					fail("range %q %q %+v = %s, %v; want %s", lo, hi, o, hexKVs(kvs), err, want)
 				}
-				readRange(rd, lo, hi, o, kvs)
+				readRange(rd, lo, hi, o, kvs, slices.Clip(cleared))
 			default:
 				// An iterator stepped while the transaction writes: each
 				// step returns the next key the transaction sees then.
 				lo, hi := span()
 				rev := r.IntN(2) == 0
 				it := rd.KeyRangeIterator(lo, hi, &RangeOptions{Reverse: rev})
+				own := slices.Clip(cleared)
 				log = append(log, fmt.Sprintf("%siterator %q %q reverse %v", how, lo, hi, rev))
 				var cur []byte
 				exhausted := false
@@ -482,11 +490,11 @@ func TestTxExactModel(t *testing.T) {
 				}
 				switch {
 				case exhausted:
-					read(rd, lo, hi)
+					read(rd, lo, hi, own)
 				case cur != nil && rev: // stopped early: read up to where it was
-					read(rd, cur, hi)
+					read(rd, cur, hi, own)
 				case cur != nil:
-					read(rd, lo, keyAfter(bytes.Clone(cur)))
+					read(rd, lo, keyAfter(bytes.Clone(cur)), own)
 				}
 			}
 		}
@@ -499,8 +507,9 @@ func TestTxExactModel(t *testing.T) {
 		}
 		conflict := false
 		for k, ch := range changed {
-			for _, kr := range reads {
-				conflict = conflict || (ch && kr.contains([]byte(k)))
+			for _, rd := range reads {
+				conflict = conflict || (ch && rd.contains([]byte(k)) &&
+					!slices.ContainsFunc(rd.own, func(c keyRange) bool { return c.contains([]byte(k)) }))
 			}
 		}
 		err := tx.Commit()
