@@ -115,6 +115,18 @@ func requireDatabase(dir string) error {
 	return fmt.Errorf("%s holds no caskade database (no lock, data or hint file)", dir)
 }
 
+// refuseBackup fails if dir is a backup (it holds a manifest): a command
+// that writes to it (merge, load) would add data files its manifest does
+// not list and retire ones it does, and restore would then refuse the
+// backup. what is the command, for the reason.
+func refuseBackup(dir, what string) error {
+	if _, err := os.Stat(filepath.Join(dir, caskade.ManifestName)); err != nil {
+		return nil
+	}
+	return fmt.Errorf("%s is a backup (it holds %s): %s would change the files its manifest lists and restore would refuse it; restore it into a directory of its own first (caskade restore %s DIR), or remove its %s to make it a plain database",
+		dir, caskade.ManifestName, what, dir, caskade.ManifestName)
+}
+
 // globEscape quotes the pattern characters of a path for filepath.Glob.
 func globEscape(path string) string {
 	var b strings.Builder
@@ -247,7 +259,9 @@ records are dropped. It prints a one-line summary.
 When no file holds an overwritten, deleted or expired record, there is
 nothing to reclaim: it says so and leaves every file as it was. --force
 rewrites the files anyway (in key order, which range reads then read in
-file order, and into as few files as they fit).
+file order, and into as few files as they fit). It refuses a backup (a
+directory with a manifest), which restore would refuse once merged:
+restore it into a directory of its own first.
 ` + lockNote + `
 A running server merges on its own (and on BGREWRITEAOF).`,
 		Args: cobra.ExactArgs(1),
@@ -265,6 +279,9 @@ const nothingToMerge = "nothing to merge (no overwritten, deleted or expired rec
 
 func runMerge(ctx context.Context, m *maint, dir string, force bool) error {
 	if err := requireDatabase(dir); err != nil {
+		return err
+	}
+	if err := refuseBackup(dir, "merging it"); err != nil {
 		return err
 	}
 	db, err := caskade.Open(dir, &caskade.Options{Logger: m.log, MergeInterval: -1, ExpiryPeriod: -1, Now: m.now})
@@ -695,7 +712,8 @@ It writes in large atomic batches without syncing each one, then syncs once
 at the end. Pairs whose expiry has passed are skipped. A damaged or cut
 stream (or one with anything after its end frame) stops the load with an error that gives the byte offset of the
 damage; the batches before it stay, and the error says how many pairs they
-hold.
+hold. It refuses a backup (a directory with a manifest), which restore
+would refuse once loaded into.
 ` + lockNote,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -748,6 +766,11 @@ func runLoad(ctx context.Context, m *maint, stdin io.Reader, dir, input string, 
 	}
 	fi, statErr := os.Stat(dir)
 	created := os.IsNotExist(statErr)
+	if statErr == nil && fi.IsDir() {
+		if err := refuseBackup(dir, "loading into it"); err != nil {
+			return err
+		}
+	}
 	if statErr == nil && fi.IsDir() && requireDatabase(dir) != nil {
 		// As for the other commands, a mistyped path to another directory
 		// must not get a lock file and data files among its own.

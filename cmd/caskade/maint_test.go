@@ -1623,3 +1623,31 @@ func TestCheckRepairHoldsTheLockThroughout(t *testing.T) {
 	}
 	sameContents(t, "repaired copy", contents(t, repaired), map[string]entry{"a": {val: "1"}, "b": {val: "2"}})
 }
+
+// Merge and load refuse a backup directory: they would write new data
+// files into it and retire the ones its manifest lists, and restore would
+// then refuse the backup. It stays restorable.
+func TestMergeAndLoadRefuseABackup(t *testing.T) {
+	want := map[string]entry{"k": {val: "v"}, "j": {val: "w", flags: 3}}
+	backup := backupOf(t, want)
+	dump := filepath.Join(t.TempDir(), "dump")
+	src := t.TempDir()
+	db := openDB(t, src, &caskade.Options{Sync: caskade.SyncNone})
+	write(t, db, map[string]entry{"x": {val: "y"}})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "dump", src, "-o", dump)
+	for _, args := range [][]string{
+		{"merge", "--force", backup},
+		{"load", backup, "-i", dump},
+	} {
+		r := run(t, nil, nil, args...)
+		if want := backup + " is a backup"; r.err == nil || !strings.HasPrefix(r.err.Error(), want) {
+			t.Errorf("caskade %s: %v, want an error starting %q", strings.Join(args, " "), r.err, want)
+		}
+	}
+	into := filepath.Join(t.TempDir(), "restored")
+	mustRun(t, "restore", backup, into)
+	sameContents(t, "restored after the refused merge and load", contents(t, into), want)
+}
