@@ -563,7 +563,8 @@ DB.Dump"). Load reads it.
 It writes to standard output (never to a terminal; also with -o -), or
 with -o to FILE, which appears only once the dump is complete, with mode
 0600 as it holds every value (a device or named pipe, such as /dev/null, is
-written to as it is). It opens DIR read-only.
+written to as it is), but never into DIR itself, whose files it could
+replace. It opens DIR read-only.
 ` + lockNote,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -605,6 +606,13 @@ func runDump(ctx context.Context, m *maint, stdout io.Writer, dir, output string
 		special = err == nil && !fi.Mode().IsRegular()
 		if err := requireDir(filepath.Dir(target)); err != nil && !special {
 			return fmt.Errorf("dump: -o %s: %w", output, err)
+		}
+		// Renamed into the database directory, the dump could replace one
+		// of the files it reads (-o DIR/0000000001.data), destroying them.
+		if into, err := os.Stat(filepath.Dir(target)); err == nil && !special {
+			if db, err := os.Stat(dir); err == nil && os.SameFile(into, db) {
+				return fmt.Errorf("dump: -o %s is in the database directory %s, whose files it could replace: write it elsewhere", output, dir)
+			}
 		}
 	}
 	db, err := caskade.Open(dir, &caskade.Options{ReadOnly: true, Logger: m.log})

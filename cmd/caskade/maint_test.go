@@ -1651,3 +1651,27 @@ func TestMergeAndLoadRefuseABackup(t *testing.T) {
 	mustRun(t, "restore", backup, into)
 	sameContents(t, "restored after the refused merge and load", contents(t, into), want)
 }
+
+// A dump written into the database directory could replace one of its
+// data files (-o DIR/0000000001.data), destroying the data it dumps, so
+// dump refuses any output there, through a symbolic link too.
+func TestDumpRefusesTheDatabaseDirectory(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone})
+	want := map[string]entry{"k": {val: "v"}}
+	write(t, db, want)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "to-data")
+	if err := os.Symlink(filepath.Join(dir, "0000000001.data"), link); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{filepath.Join(dir, "0000000001.data"), filepath.Join(dir, "x.dump"), link} {
+		r := run(t, nil, nil, "dump", dir, "-o", out)
+		if r.err == nil || !strings.Contains(r.err.Error(), "is in the database directory") {
+			t.Errorf("dump -o %s: %v, want a refusal", out, r.err)
+		}
+	}
+	sameContents(t, "after the refused dumps", contents(t, dir), want)
+}
