@@ -11,10 +11,10 @@
 //
 // A file of size bytes is cut into chunks of Options.ChunkSize bytes (the last
 // one may be shorter). Up to Options.Workers goroutines claim chunks in file
-// order and read or write them. With Workers == 1, ReadFull, ReadAll,
-// WriteBuffers, WriteBuffersAt and Copy do all their I/O on the calling
-// goroutine, one call at a time in ascending offset order; Stream always reads
-// on one or more helper goroutines so it can read ahead.
+// order and read or write them. With Workers == 1, ReadFull, ReadInto,
+// ReadAll, WriteBuffers, WriteBuffersAt and Copy do all their I/O on the
+// calling goroutine, one call at a time in ascending offset order; Stream
+// always reads on one or more helper goroutines so it can read ahead.
 //
 // # Concurrency requirements on the file
 //

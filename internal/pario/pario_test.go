@@ -33,6 +33,13 @@ var readOps = []readOp{
 	{"ReadFull", func(ctx context.Context, r pario.ReaderAt, size int64, opts pario.Options) ([]byte, error) {
 		return pario.ReadFull(ctx, r, size, opts)
 	}},
+	{"ReadInto", func(ctx context.Context, r pario.ReaderAt, size int64, opts pario.Options) ([]byte, error) {
+		// A buffer full of another file's bytes, as when one is reused:
+		// every byte must be overwritten.
+		buf := bytes.Repeat([]byte{0xa5}, int(size))
+		err := pario.ReadInto(ctx, r, buf, 0, opts)
+		return buf, err
+	}},
 	{"ReadAll", func(ctx context.Context, r pario.ReaderAt, size int64, opts pario.Options) ([]byte, error) {
 		bufs, err := pario.ReadAll(ctx, r, size, opts)
 		return bytes.Join(bufs, nil), err
@@ -112,6 +119,7 @@ func TestInvalidArguments(t *testing.T) {
 		want error
 	}{
 		{"ReadFull/options", func() error { _, err := pario.ReadFull(ctx, r, 10, bad); return err }, pario.ErrInvalidOptions},
+		{"ReadInto/options", func() error { return pario.ReadInto(ctx, r, make([]byte, 10), 0, bad) }, pario.ErrInvalidOptions},
 		{"ReadAll/options", func() error { _, err := pario.ReadAll(ctx, r, 10, bad); return err }, pario.ErrInvalidOptions},
 		{"Stream/options", func() error { return pario.Stream(ctx, r, 10, bad, noop) }, pario.ErrInvalidOptions},
 		{"Copy/options", func() error { return pario.Copy(ctx, w, r, 10, bad) }, pario.ErrInvalidOptions},
@@ -120,6 +128,10 @@ func TestInvalidArguments(t *testing.T) {
 		{"WritePath/options", func() error { return pario.WritePath(ctx, "x", nil, 0o600, bad) }, pario.ErrInvalidOptions},
 		{"CopyPath/options", func() error { return pario.CopyPath(ctx, "x", "y", bad) }, pario.ErrInvalidOptions},
 		{"ReadFull/size", func() error { _, err := pario.ReadFull(ctx, r, -1, pario.Options{}); return err }, pario.ErrInvalidSize},
+		{"ReadInto/offset", func() error { return pario.ReadInto(ctx, r, make([]byte, 1), -1, pario.Options{}) }, pario.ErrInvalidSize},
+		{"ReadInto/overflow", func() error {
+			return pario.ReadInto(ctx, r, make([]byte, 2), 1<<63-1, pario.Options{})
+		}, pario.ErrInvalidSize},
 		{"ReadAll/size", func() error { _, err := pario.ReadAll(ctx, r, -1, pario.Options{}); return err }, pario.ErrInvalidSize},
 		{"Stream/size", func() error { return pario.Stream(ctx, r, -1, pario.Options{}, noop) }, pario.ErrInvalidSize},
 		{"Copy/size", func() error { return pario.Copy(ctx, w, r, -1, pario.Options{}) }, pario.ErrInvalidSize},
@@ -286,6 +298,114 @@ func TestCopyKeepsLongerTail(t *testing.T) {
 	}
 	if !bytes.Equal(w.data[:300], src) || !bytes.Equal(w.data[300:], bytes.Repeat([]byte("y"), 200)) {
 		t.Error("Copy changed bytes outside [0, size) or did not copy [0, size)")
+	}
+}
+
+// TestReadIntoOffset reads ranges of a real file that start and end inside
+// and on chunk boundaries, with more workers than chunks too, into the
+// middle of a larger buffer of other bytes: the range is read, and the bytes
+// around it are untouched.
+func TestReadIntoOffset(t *testing.T) {
+	const cs = 64
+	data := randomBytes(10*cs+7, 11)
+	size := int64(len(data))
+	path := filepath.Join(t.TempDir(), "src")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ranges := []struct{ off, n int64 }{
+		{0, 0}, {5, 0}, {size, 0}, {size + 100, 0}, // empty, even past the end
+		{1, cs - 1}, {cs - 1, 2}, {cs, cs}, {cs + 1, cs},
+		{3, 5*cs + 2}, {7, size - 7}, {size - 1, 1}, {0, size},
+	}
+	const guard = 9
+	for _, rg := range ranges {
+		for _, w := range []int{1, 2, 4, 64} {
+			t.Run(fmt.Sprintf("off=%d/n=%d/workers=%d", rg.off, rg.n, w), func(t *testing.T) {
+				mem := bytes.Repeat([]byte{0xa5}, int(rg.n)+2*guard)
+				buf := mem[guard : guard+rg.n]
+				if err := pario.ReadInto(context.Background(), f, buf, rg.off, pario.Options{Workers: w, ChunkSize: cs}); err != nil {
+					t.Fatal(err)
+				}
+				if rg.n > 0 && !bytes.Equal(buf, data[rg.off:rg.off+rg.n]) {
+					t.Errorf("read bytes differ from the file's [%d, %d)", rg.off, rg.off+rg.n)
+				}
+				if !bytes.Equal(mem[:guard], bytes.Repeat([]byte{0xa5}, guard)) ||
+					!bytes.Equal(mem[guard+rg.n:], bytes.Repeat([]byte{0xa5}, guard)) {
+					t.Error("bytes outside buf changed")
+				}
+			})
+		}
+	}
+}
+
+// TestReadIntoEmpty checks that an empty buffer makes no call into the
+// file, wherever it points.
+func TestReadIntoEmpty(t *testing.T) {
+	r := &fakeReader{data: make([]byte, 10)}
+	for _, off := range []int64{0, 10, 1 << 40} {
+		if err := pario.ReadInto(context.Background(), r, nil, off, pario.Options{Workers: 4}); err != nil {
+			t.Errorf("off %d: %v", off, err)
+		}
+	}
+	if n := r.calls.Load(); n != 0 {
+		t.Errorf("%d reads for an empty buffer", n)
+	}
+}
+
+// TestReadIntoShort reads a range that runs past the end of the file: the
+// error wraps io.ErrUnexpectedEOF and names the file offset where the
+// bytes ran out.
+func TestReadIntoShort(t *testing.T) {
+	const cs = 16
+	data := randomBytes(10*cs, 12)
+	for _, w := range []int{1, 4} {
+		for _, off := range []int64{0, 3, 9*cs + 5} {
+			t.Run(fmt.Sprintf("off=%d/workers=%d", off, w), func(t *testing.T) {
+				buf := make([]byte, int64(len(data))-off+1)
+				err := pario.ReadInto(context.Background(), bytes.NewReader(data), buf, off, pario.Options{Workers: w, ChunkSize: cs})
+				if !errors.Is(err, io.ErrUnexpectedEOF) {
+					t.Fatalf("err = %v, want io.ErrUnexpectedEOF", err)
+				}
+				if want := fmt.Sprintf("pario: read at offset %d: ", len(data)); !strings.HasPrefix(err.Error(), want) {
+					t.Errorf("err = %q, want prefix %q", err, want)
+				}
+			})
+		}
+	}
+}
+
+// TestReadIntoError is TestReadError at a non-zero offset: the failing
+// chunk's file offset comes back, and the other workers stop.
+func TestReadIntoError(t *testing.T) {
+	const (
+		cs     = 16
+		chunks = 4096
+		base   = 5
+	)
+	for _, w := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("workers=%d", w), func(t *testing.T) {
+			failOff := int64(base + (w-1)*cs)
+			f := newFault(failOff, w-1)
+			r := &fakeReader{data: randomBytes(base+cs*chunks, 2), fault: f}
+			ctx := pario.WithFailHook(context.Background(), f.open)
+			err := pario.ReadInto(ctx, r, make([]byte, cs*chunks), base, pario.Options{Workers: w, ChunkSize: cs})
+			if !errors.Is(err, errInjected) {
+				t.Fatalf("err = %v, want the injected error", err)
+			}
+			if want := fmt.Sprintf("pario: read at offset %d: ", failOff); !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("err = %q, want prefix %q", err, want)
+			}
+			r.checkIdle(t)
+			if n := r.calls.Load(); n != int64(w) {
+				t.Errorf("%d reads, want %d (one per worker): the others did not stop", n, w)
+			}
+		})
 	}
 }
 
