@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -607,8 +608,22 @@ func grow(scratch *[]byte, n int) []byte {
 func (f *File) Close() error { return f.Release() }
 
 // ReadAll reads the whole file at path into memory, with parallel
-// positional reads (pario) for large files.
+// positional reads (pario) for large files. The slice is new and belongs
+// to the caller.
 func ReadAll(fs vfs.FS, path string) ([]byte, error) {
+	return ReadAllInto(fs, path, nil)
+}
+
+// ReadAllInto is ReadAll into *scratch, which it grows (keeping the larger
+// slice in *scratch) when the file does not fit; a nil scratch means a new
+// slice. The result aliases *scratch: it is valid only until the next use
+// of the same scratch, so a caller that reads files one after another with
+// one scratch must copy anything it keeps from one file. Large files are
+// read with pario.ReadInto, so a reused buffer saves the zeroing of a new
+// one. A file that is shorter than its size at open gives only the bytes
+// read, never bytes of an earlier file left in *scratch. Not safe for
+// concurrent use with the same scratch.
+func ReadAllInto(fs vfs.FS, path string, scratch *[]byte) ([]byte, error) {
 	f, err := fs.Open(path)
 	if err != nil {
 		return nil, err
@@ -618,14 +633,22 @@ func ReadAll(fs vfs.FS, path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.Size() >= parallelReadSize {
-		return pario.ReadFull(context.Background(), f, st.Size(), pario.Options{})
+	size := st.Size()
+	if size > math.MaxInt {
+		return nil, fmt.Errorf("segment: %s: %d bytes do not fit in memory", path, size)
 	}
-	buf := make([]byte, st.Size())
-	if _, err := f.ReadAt(buf, 0); err != nil && !(errors.Is(err, io.EOF)) {
+	buf := grow(scratch, int(size))
+	if size >= parallelReadSize {
+		if err := pario.ReadInto(context.Background(), f, buf, 0, pario.Options{}); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
-	return buf, nil
+	return buf[:n], nil
 }
 
 // parallelReadSize is the file size from which ReadAll reads in parallel.

@@ -33,6 +33,43 @@ func TestReadAll(t *testing.T) {
 	}
 }
 
+// TestReadAllInto reads files of falling and rising sizes, the large ones
+// in parallel, through one scratch buffer: each result is exactly its
+// file, with no byte of a longer file read before, and it reuses the
+// scratch once that is large enough.
+func TestReadAllInto(t *testing.T) {
+	fs := vfs.OS()
+	dir := t.TempDir()
+	var scratch []byte
+	sizes := []int{parallelReadSize + 12345, 1, parallelReadSize - 1, 0, 100, parallelReadSize + 12345, parallelReadSize + 999999}
+	for i, size := range sizes {
+		want := make([]byte, size)
+		for j := range want {
+			want[j] = byte(j*7 + i + 1)
+		}
+		path := filepath.Join(dir, fmt.Sprintf("f%d", i))
+		f, err := fs.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt(want, 0); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		before := cap(scratch)
+		got, err := ReadAllInto(fs, path, &scratch)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("file %d of %d bytes: read %d bytes that differ, err %v", i, size, len(got), err)
+		}
+		if size > 0 && &got[0] != &scratch[:1][0] {
+			t.Errorf("file %d of %d bytes: result does not alias the scratch", i, size)
+		}
+		if size <= before && cap(scratch) != before {
+			t.Errorf("file %d of %d bytes: scratch of capacity %d regrown to %d", i, size, before, cap(scratch))
+		}
+	}
+}
+
 // Hint files hold one entry per key, sorted, and survive a round trip;
 // damage, disorder and a wrong data size are refused.
 func TestHints(t *testing.T) {
