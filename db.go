@@ -287,8 +287,11 @@ func (db *DB) recover() error {
 	var wg sync.WaitGroup
 	for range min(db.opts.RecoveryWorkers, max(len(ids), 1)) {
 		wg.Go(func() {
+			// One buffer for every data file this worker scans; it dies
+			// with the worker, before Open returns.
+			var scratch []byte
 			for i := range next {
-				results[i] = db.recoverFile(ids[i], i == newest, hasHint[ids[i]])
+				results[i] = db.recoverFile(ids[i], i == newest, hasHint[ids[i]], &scratch)
 			}
 		})
 	}
@@ -316,7 +319,13 @@ func (db *DB) recover() error {
 // recoverFile reads one data file through its hint file if that is valid,
 // by scanning it otherwise; it cuts a torn tail of the newest file and
 // writes a missing hint file (unless read-only or damaged).
-func (db *DB) recoverFile(id uint32, newest, hasHint bool) fileResult {
+//
+// A scanned data file is read into *scratch, which the caller reuses for
+// its next file, so nothing in the result may alias it: the hint file
+// built from the scan copies the keys (BuildHints), and the scan's damage
+// and corruption errors hold only offsets and formatted text. A valid hint
+// file, which the result keeps, is read into a slice of its own.
+func (db *DB) recoverFile(id uint32, newest, hasHint bool, scratch *[]byte) fileResult {
 	res := fileResult{id: id}
 	dataPath := filepath.Join(db.dir, segment.DataName(id))
 	st, err := db.fs.Stat(dataPath)
@@ -350,7 +359,7 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool) fileResult {
 		}
 		db.opts.Logger.Warn("caskade: ignoring hint file, scanning the data file", "hint", hintPath, "err", err)
 	}
-	b, err := segment.ReadAll(db.fs, dataPath)
+	b, err := segment.ReadAllInto(db.fs, dataPath, scratch)
 	if err != nil {
 		res.err = fmt.Errorf("caskade: read %s: %w", dataPath, err)
 		return res

@@ -6,14 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/caskade/caskade/internal/record"
+	"github.com/caskade/caskade/internal/segment"
 	"github.com/caskade/caskade/vfs"
 )
 
@@ -859,6 +864,78 @@ func TestParallelRecovery(t *testing.T) {
 			}
 		}
 		db.Close()
+	}
+}
+
+// removeHints deletes every hint file in dir, so that the next open scans
+// every data file, and returns how many data files there are.
+func removeHints(t *testing.T, dir string) int {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := 0
+	for _, e := range ents {
+		switch _, kind := segment.Parse(e.Name()); kind {
+		case segment.KindHint:
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		case segment.KindData:
+			data++
+		}
+	}
+	return data
+}
+
+// Recovery scans data files without hint files one after another through
+// one buffer per worker. Keys and values of files scanned earlier must
+// survive the reads of later files into the same buffer: the key directory
+// and the hint files written from the scans hold no byte of it.
+func TestRecoveryScanReusesBuffer(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, &Options{Sync: SyncNone, MaxFileSize: 8 << 10, ExpiryPeriod: -1, MergeInterval: -1})
+	want := map[string]string{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 3000 {
+		// Later writes overwrite or delete keys written to earlier files,
+		// and values vary in length, so files differ in size.
+		k := fmt.Sprintf("key%05d", rng.IntN(2000))
+		if i%11 == 0 {
+			if err := db.Delete([]byte(k)); err != nil {
+				t.Fatal(err)
+			}
+			delete(want, k)
+			continue
+		}
+		v := fmt.Sprintf("%s=%d:%s", k, i, strings.Repeat("v", rng.IntN(200)))
+		if err := db.Set([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		want[k] = v
+	}
+	db.Close()
+	for _, workers := range []int{1, 2} {
+		for _, scan := range []bool{true, false} {
+			if scan {
+				if n := removeHints(t, dir); n < 20 {
+					t.Fatalf("%d data files; the test needs many", n)
+				}
+			}
+			db := openTest(t, dir, &Options{RecoveryWorkers: workers, ExpiryPeriod: -1, MergeInterval: -1})
+			if got := db.Stats().Recovery; scan && got.FromHints != 0 {
+				t.Fatalf("%d files read from hints, want every file scanned", got.FromHints)
+			}
+			got := contents(t, db)
+			if !maps.Equal(got, want) {
+				t.Fatalf("workers=%d scan=%v: %d keys, want %d, or values differ", workers, scan, len(got), len(want))
+			}
+			for k, v := range want {
+				mustGet(t, db, k, v)
+			}
+			db.Close()
+		}
 	}
 }
 
