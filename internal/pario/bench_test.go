@@ -52,7 +52,10 @@ func benchFile(b *testing.B) (dir, path string, data []byte) {
 // which the runtime zeroes on one core before any worker starts (about
 // 10 ms here), and no number of workers shortens that. pario.ReadAll,
 // which returns the file as a sequence of chunk buffers, lets each worker
-// allocate (and so zero) its own chunks, in parallel.
+// allocate (and so zero) its own chunks, in parallel. BenchmarkReadInto
+// measures the reads alone, into one buffer reused from read to read, as
+// recovery does (pario.ReadInto); that is where the 1.6x target
+// applies.
 func BenchmarkRead(b *testing.B) { benchRead(b, false) }
 
 // BenchmarkReadFreshMemory is BenchmarkRead with the heap returned to the
@@ -94,6 +97,58 @@ func benchRead(b *testing.B, fresh bool) {
 			defer f.Close()
 			_, err = pario.ReadAll(context.Background(), f, benchSize, pario.Options{Workers: w})
 			return err
+		})
+	}
+}
+
+// BenchmarkReadInto reads a warm 256 MiB file into one buffer that is
+// allocated (and faulted in) once, outside the timed loop, as a database
+// does when it scans many files one after another: no zeroing, no page
+// faults, only the reads. The sequential baseline is one goroutine reading
+// the whole file into that buffer in DefaultChunkSize ReadAt calls, which
+// was faster here than one ReadAt of all 256 MiB (12.5 against 10.5 GB/s
+// on 2026-12-01), so the comparison is with the better of the two;
+// pario.ReadInto then reads it with 1, 2 and 4 workers. os.ReadFile, which
+// allocates, is a second reference.
+func BenchmarkReadInto(b *testing.B) {
+	_, path, _ := benchFile(b)
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	// Untimed: write the new file's dirty pages back now, so that the
+	// kernel's writeback does not compete with the first measurement, and
+	// fault the buffer's pages in.
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, benchSize)
+	if _, err := f.ReadAt(buf, 0); err != nil {
+		b.Fatal(err)
+	}
+	run := func(name string, read func() error) {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(benchSize)
+			for b.Loop() {
+				if err := read(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	run("os.ReadFile", func() error { _, err := os.ReadFile(path); return err })
+	run("sequential", func() error {
+		for off := 0; off < benchSize; off += pario.DefaultChunkSize {
+			if _, err := f.ReadAt(buf[off:off+pario.DefaultChunkSize], int64(off)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, w := range benchWorkers {
+		run(fmt.Sprintf("pario/workers=%d", w), func() error {
+			return pario.ReadInto(context.Background(), f, buf, 0, pario.Options{Workers: w})
 		})
 	}
 }
