@@ -12,6 +12,11 @@ import (
 // has at most this many tokens.
 const maxMetaTokens = 20
 
+// metaTokenizerMax is how many tokens of a line memcached's tokenizer
+// reads (MCMC_PARSER_MAX_TOKENS-1); it checks the first byte of the flag
+// tokens among them only.
+const metaTokenizerMax = 23
+
 // metaReq is a parsed meta command: its key and flags.
 type metaReq struct {
 	key    []byte // decoded if binary
@@ -24,6 +29,11 @@ type metaReq struct {
 	c, e    uint64 // C compare cas, E new cas
 	j, d    uint64 // J initial, D delta
 	mode    byte   // M
+
+	// flagErr: parseMeta's error is one of memcached's flag parser
+	// (_meta_flag_preparse), which ma words as "invalid or duplicate
+	// flag" whatever it was.
+	flagErr bool
 }
 
 func (m *metaReq) has(c byte) bool { return m.seen[c] }
@@ -51,6 +61,29 @@ func (ss *session) parseMeta(first int, m *metaReq) string {
 	if len(t) < 2 {
 		return errBadFormat
 	}
+	// memcached's tokenizer refuses the line before its flag parser sees
+	// the key or counts the tokens.
+	if !metaFlagsTokenize(t[min(first, len(t)):min(len(t), metaTokenizerMax)]) {
+		return errBadFormat
+	}
+	if e := m.preparse(t, first); e != "" {
+		m.flagErr = true
+		return e
+	}
+	if m.binary && !validBinaryKey(m.key) || !m.binary && !validKey(m.key) {
+		return errBadFormat
+	}
+	for _, tok := range m.toks {
+		if tok[0] == 'O' && len(tok) > MaxOpaqueLength {
+			return errOpaqueLong
+		}
+	}
+	return ""
+}
+
+// preparse reads the key and the flags as memcached's _meta_flag_preparse
+// does, with its checks and error strings: it returns "" or the error line.
+func (m *metaReq) preparse(t [][]byte, first int) string {
 	if len(t[1]) > MaxKeyLength {
 		return errBadFormat
 	}
@@ -59,9 +92,6 @@ func (ss *session) parseMeta(first int, m *metaReq) string {
 	}
 	m.key = t[1]
 	m.toks = t[min(first, len(t)):]
-	if !metaFlagsTokenize(m.toks) {
-		return errBadFormat
-	}
 	errstr := ""
 	for _, tok := range m.toks {
 		o := tok[0]
@@ -139,18 +169,7 @@ func (ss *session) parseMeta(first int, m *metaReq) string {
 			return errBadFlag
 		}
 	}
-	if errstr != "" {
-		return errstr
-	}
-	if m.binary && !validBinaryKey(m.key) || !m.binary && !validKey(m.key) {
-		return errBadFormat
-	}
-	for _, tok := range m.toks {
-		if tok[0] == 'O' && len(tok) > MaxOpaqueLength {
-			return errOpaqueLong
-		}
-	}
-	return ""
+	return errstr
 }
 
 // decodeBase64Key decodes a meta b-flag key (standard base64) as memcached
@@ -651,11 +670,12 @@ func (ss *session) metaArith() {
 	s := ss.s
 	var m metaReq
 	if e := ss.parseMeta(2, &m); e != "" {
-		if e == errBadFormat || e == errTooManyOpts || e == errOpaqueLong {
-			ss.replyErrorAlways(e)
-		} else {
-			ss.replyErrorAlways("CLIENT_ERROR invalid or duplicate flag")
+		if m.flagErr {
+			// As memcached words every error of its flag parser for ma
+			// (a key too long and too many tokens too).
+			e = "CLIENT_ERROR invalid or duplicate flag"
 		}
+		ss.replyErrorAlways(e)
 		return
 	}
 	incr := true

@@ -320,6 +320,16 @@ var textCases = []struct {
 		{"ma mi Mi\r\nma mi Md\r\nma mi M\r\nma mi M v\r\n", strings.Repeat("CLIENT_ERROR invalid mode for ma M token\r\n", 4)},
 		{"ma mi Dx\r\nma mi Y\r\nma mi v v\r\n", "CLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\n"},
 		{"ma nf O1 k\r\n", "NF O1 knf\r\n"},
+		// memcached words every error of its flag parser so for ma: a
+		// key too long, too many tokens, a bad F. Its tokenizer's "bad
+		// command line format" comes first.
+		{"ma " + strings.Repeat("k", 251) + " v\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+		{"ma mi v s t c f k O1 h l q u P1 L1 E2 R3 T4 N5 x I\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+		{"ma mi Fx\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+		{"ma " + strings.Repeat("k", 251) + " !\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"ma mi O1 O2 O3 O4 O5 O6 O7 O8 O9 O10 O11 O12 O13 O14 O15 O16 O17 O18 O19 !\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"mg mi v s t c f k O1 h l q u P1 L1 E2 R3 T4 N5 x I !\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"ma mi O" + strings.Repeat("o", 32) + "\r\n", "CLIENT_ERROR opaque token too long\r\n"},
 	}},
 	{"meta errors", []step{
 		{"mg\r\n", "CLIENT_ERROR bad command line format\r\n"},
