@@ -648,6 +648,15 @@ func (ss *session) metaDelete() {
 				})
 			} else {
 				ss.count.add(statDeleteHits, 1)
+				if m.has('x') {
+					// memcached's empty item keeps the cas unique of
+					// the one it replaces, or takes E's.
+					cas := s.casOf(m.key, info.Version)
+					if m.has('E') {
+						cas = m.e
+					}
+					s.setCas(m.key, b.Version(), cas)
+				}
 			}
 			return "HD", nil
 		}

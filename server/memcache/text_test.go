@@ -804,6 +804,14 @@ func TestMetaE(t *testing.T) {
 	c.do("ms k 2 C900 E901\r\nv2\r\n", "HD\r\n")
 	c.do("ma n N0 E50 c\r\nma n E51 c v\r\n", "HD c50\r\nVA 1 c51\r\n1\r\n")
 	c.do("md k C901 I E902\r\nmg k c\r\n", "HD\r\nHD c902 X W\r\n")
+	// md x leaves an empty item with the cas unique of the one it
+	// replaces, or E's.
+	c.do("ms x 2 E910\r\nv1\r\nmd x x\r\nmg x c v\r\n", "HD\r\nHD\r\nVA 0 c910\r\n\r\n")
+	c.do("md x x E911 F3\r\nmg x c f s\r\n", "HD\r\nHD c911 f3 s0\r\n")
+	c.do("ms y 1\r\na\r\n", "HD\r\n")
+	cy := metaCas(t, c, "y")
+	c.do("md y x\r\n", "HD\r\n")
+	c.do(fmt.Sprintf("ms y 1 C%d\r\nb\r\nmg y v\r\n", cy), "HD\r\nVA 1\r\nb\r\n")
 	// Written by another protocol (here the embedded API), the key's cas
 	// unique is its version again.
 	if err := ts.db.Set([]byte("k"), []byte("v3")); err != nil {
