@@ -701,7 +701,8 @@ func (ss *session) metaArith() {
 	if m.has('D') {
 		req.delta = m.d
 	}
-	if m.has('C') {
+	// memcached's ma checks a cas unique of 0 (C0) against nothing.
+	if m.has('C') && m.c != 0 {
 		req.hasCas, req.cas = true, m.c
 	}
 	if m.has('N') {

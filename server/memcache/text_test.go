@@ -316,6 +316,7 @@ var textCases = []struct {
 		{"ma mi M- v\r\nma mi M+ v k Oxy\r\n", "VA 1\r\n0\r\nVA 1 kmi Oxy\r\n1\r\n"},
 		{"ma mc N0 C99999 v\r\n", "VA 1\r\n0\r\n"}, // created on a miss, as memcached does
 		{"ma mc N0 C99999 v\r\n", "EX\r\n"},
+		{"ma mc C0 v\r\nma mc C0 MD q\r\nmg mc v\r\n", "VA 1\r\n1\r\nVA 1\r\n0\r\n"}, // C0 checks nothing
 		{"ma mi MX\r\n", "CLIENT_ERROR invalid mode for ma M token\r\n"},
 		{"ma mi Mi\r\nma mi Md\r\nma mi M\r\nma mi M v\r\n", strings.Repeat("CLIENT_ERROR invalid mode for ma M token\r\n", 4)},
 		{"ma mi Dx\r\nma mi Y\r\nma mi v v\r\n", "CLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\n"},
