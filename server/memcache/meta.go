@@ -276,7 +276,7 @@ func (ss *session) metaGet() {
 	}
 	now := ss.now
 	val, info, err := s.DB.Lookup(m.key)
-	created := false
+	created, expired := false, false
 	if errors.Is(err, caskade.ErrNotFound) && m.has('N') {
 		var b caskade.Batch
 		b.Check(m.key, 0)
@@ -291,6 +291,17 @@ func (ss *session) metaGet() {
 		if created && err == nil && (len(val) != 0 || info.Flags != 0) {
 			created = false // replaced already; not our stub
 		}
+		if created && errors.Is(err, caskade.ErrNotFound) {
+			// A TTL in the past (N-1): memcached answers the item it
+			// made, expired at once, as a hit that wins the token. The
+			// engine stored nothing (no version): the item has no state
+			// to keep, and its cas unique is the database's version.
+			val, info, err = nil, caskade.KeyInfo{Version: b.Version(), ExpiresAt: expiryTime(m.n, now)}, nil
+			if info.Version == 0 {
+				info.Version = s.DB.Version()
+			}
+			expired = true
+		}
 	}
 	// memcached answers the flags in their order, and an item's TTL
 	// changes where N (creating it) or T comes: a t before them shows the
@@ -300,7 +311,7 @@ func (ss *session) metaGet() {
 		before = info.ExpiresAt
 	}
 	touched := false
-	if err == nil && m.has('T') {
+	if err == nil && m.has('T') && !expired {
 		touched = true
 		exp := expiryTime(m.t, now)
 		val, info, err = s.touch(m.key, exp, now)
@@ -335,7 +346,10 @@ func (ss *session) metaGet() {
 		ss.count.add(statGetHits, 1)
 	}
 
-	st := s.items.get(m.key, info.Version)
+	var st itemState
+	if !expired {
+		st = s.items.get(m.key, info.Version)
+	}
 	won := created
 	if m.has('R') && !st.tokenSent && !created && !info.ExpiresAt.IsZero() &&
 		info.ExpiresAt.Before(expiryTime(m.r, now)) {
@@ -345,10 +359,10 @@ func (ss *session) metaGet() {
 		won = true
 	}
 	prev := st
-	if !m.has('u') {
+	if !m.has('u') && !expired {
 		prev = s.items.accessed(m.key, info.Version, now)
 	}
-	if won {
+	if won && !expired {
 		s.items.update(m.key, info.Version, func(e *itemState) { e.tokenSent = true })
 	}
 

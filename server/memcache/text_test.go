@@ -373,6 +373,8 @@ var textCases = []struct {
 		{"md needwin I T30\r\nmg needwin t v\r\n", "HD\r\nVA 2 t30 X W\r\nmu\r\n"},
 		{"mg needwin\r\n", "HD Z X\r\n"},
 		{"ms needwin 2\r\nnu\r\nmg needwin v\r\n", "HD\r\nVA 2\r\nnu\r\n"},
+		// Made with a TTL in the past, the item is a hit that wins, once.
+		{"mg nx N-1 v q\r\nmg nx N-1 s k O1\r\nmg nx v\r\n", "VA 0 W\r\n\r\nHD s0 knx O1 W\r\nEN\r\n"},
 	}},
 	{"meta hit and last access", []step{
 		{"ms hl 1\r\nx\r\nmg hl h l\r\n", "HD\r\nHD h0 l0\r\n"},
