@@ -275,12 +275,21 @@ func (ss *session) metaGet() {
 		return
 	}
 	now := ss.now
+	var nExp, tExp time.Time
+	if m.has('N') {
+		nExp = expiryTime(m.n, now)
+	}
+	if m.has('T') {
+		tExp = expiryTime(m.t, now)
+	}
 	val, info, err := s.DB.Lookup(m.key)
 	created, expired := false, false
 	if errors.Is(err, caskade.ErrNotFound) && m.has('N') {
+		// The item made is stored with the TTL it ends up with.
+		exp := createdExpiry(&m, nExp, tExp)
 		var b caskade.Batch
 		b.Check(m.key, 0)
-		b.SetEntry(m.key, nil, caskade.SetOptions{ExpiresAt: expiryTime(m.n, now)})
+		b.SetEntry(m.key, nil, caskade.SetOptions{ExpiresAt: exp})
 		werr := s.DB.Write(&b)
 		if werr != nil && !errors.Is(werr, caskade.ErrConflict) {
 			ss.replyErrorAlways(serverError(werr))
@@ -296,7 +305,7 @@ func (ss *session) metaGet() {
 			// made, expired at once, as a hit that wins the token. The
 			// engine stored nothing (no version): the item has no state
 			// to keep, and its cas unique is the database's version.
-			val, info, err = nil, caskade.KeyInfo{Version: b.Version(), ExpiresAt: expiryTime(m.n, now)}, nil
+			val, info, err = nil, caskade.KeyInfo{Version: b.Version(), ExpiresAt: exp}, nil
 			if info.Version == 0 {
 				info.Version = s.DB.Version()
 			}
@@ -310,12 +319,11 @@ func (ss *session) metaGet() {
 	if err == nil && !created {
 		before = info.ExpiresAt
 	}
-	touched := false
-	if err == nil && m.has('T') && !expired {
+	touched := created && m.has('T')
+	if err == nil && m.has('T') && !created {
 		touched = true
-		exp := expiryTime(m.t, now)
-		val, info, err = s.touch(m.key, exp, now)
-		info.ExpiresAt = exp
+		val, info, err = s.touch(m.key, tExp, now)
+		info.ExpiresAt = tExp
 	}
 	if touched {
 		ss.count.add(statCmdTouch, 1)
@@ -391,10 +399,10 @@ func (ss *session) metaGet() {
 			b = appendInt(b, ttlSeconds(before, now))
 		case 'N':
 			if created {
-				before = info.ExpiresAt
+				before = nExp
 			}
 		case 'T':
-			before = info.ExpiresAt
+			before = tExp
 		case 'c':
 			b = append(b, " c"...)
 			b = appendUint(b, cas)
@@ -436,6 +444,22 @@ func (ss *session) metaGet() {
 		b = append(b, "\r\n"...)
 	}
 	ss.out = b
+}
+
+// createdExpiry is the expiry of an item that N makes (mg, ma): as in
+// memcached, N and T each set it where they come in the request, so the
+// later of the two wins.
+func createdExpiry(m *metaReq, nExp, tExp time.Time) time.Time {
+	exp := nExp
+	for _, tok := range m.toks {
+		switch tok[0] {
+		case 'N':
+			exp = nExp
+		case 'T':
+			exp = tExp
+		}
+	}
+	return exp
 }
 
 func appendInt(b []byte, n int64) []byte {
@@ -719,11 +743,16 @@ func (ss *session) metaArith() {
 	if m.has('C') && m.c != 0 {
 		req.hasCas, req.cas = true, m.c
 	}
+	var nExp, tExp time.Time
 	if m.has('N') {
-		req.vivify, req.initial, req.vivifyExp = true, m.j, expiryTime(m.n, now)
+		nExp = expiryTime(m.n, now)
 	}
 	if m.has('T') {
-		req.setExp, req.exp = true, expiryTime(m.t, now)
+		tExp = expiryTime(m.t, now)
+		req.setExp, req.exp = true, tExp
+	}
+	if m.has('N') {
+		req.vivify, req.initial, req.vivifyExp = true, m.j, createdExpiry(&m, nExp, tExp)
 	}
 	out, err := s.arith(&req)
 	if errors.Is(err, errNonNumericValue) {
@@ -777,10 +806,10 @@ func (ss *session) metaArith() {
 			b = appendInt(b, ttlSeconds(out.before, now))
 		case 'N':
 			if out.created {
-				out.before = out.exp
+				out.before = nExp
 			}
 		case 'T':
-			out.before = out.exp
+			out.before = tExp
 		case 'O':
 			b = append(b, ' ')
 			b = append(b, tok...)

@@ -274,10 +274,10 @@ type arithReq struct {
 	delta     uint64
 	hasCas    bool
 	cas       uint64
-	vivify    bool   // ma N: create on miss
-	initial   uint64 // ma J
-	vivifyExp time.Time
-	setExp    bool // ma T: set the expiry on success
+	vivify    bool      // ma N: create on miss
+	initial   uint64    // ma J
+	vivifyExp time.Time // the expiry of an item created (N and T resolved)
+	setExp    bool      // ma T: set the expiry of an existing item
 	exp       time.Time
 }
 
@@ -312,9 +312,6 @@ func (s *Server) arith(req *arithReq) (arithOut, error) {
 				return arithOut{res: resNotFound}, nil
 			}
 			out = arithOut{res: resStored, value: req.initial, created: true, exp: req.vivifyExp}
-			if req.setExp {
-				out.exp = req.exp
-			}
 			b.Check(req.key, 0)
 		case err != nil:
 			return arithOut{}, err
@@ -344,6 +341,11 @@ func (s *Server) arith(req *arithReq) (arithOut, error) {
 		err = turn.Write(&b)
 		if err == nil {
 			out.version = b.Version()
+			if out.version == 0 {
+				// Expired at once (a TTL in the past), the number
+				// was not stored: it has no version of its own.
+				out.version = s.DB.Version()
+			}
 			return out, nil
 		}
 		if !errors.Is(err, caskade.ErrConflict) {

@@ -375,6 +375,15 @@ var textCases = []struct {
 		{"ms needwin 2\r\nnu\r\nmg needwin v\r\n", "HD\r\nVA 2\r\nnu\r\n"},
 		// Made with a TTL in the past, the item is a hit that wins, once.
 		{"mg nx N-1 v q\r\nmg nx N-1 s k O1\r\nmg nx v\r\n", "VA 0 W\r\n\r\nHD s0 knx O1 W\r\nEN\r\n"},
+		// N and T set a new item's TTL where they come: the later wins.
+		{"mg nt1 T-1 N1000 t\r\nmg nt1 t\r\n", "HD t1000 W\r\nHD t1000 Z\r\n"},
+		{"mg nt2 N1000 T-1\r\nmg nt2 t\r\n", "HD W\r\nEN\r\n"},
+		{"mg nt3 N-1 T100\r\nmg nt3 t\r\n", "HD W\r\nHD t100 Z\r\n"},
+		{"mg nt4 T50 t N1000\r\nmg nt4 t\r\n", "HD t50 W\r\nHD t1000 Z\r\n"},
+		{"mg nt5 t N50 T1000\r\nmg nt5 t\r\n", "HD t-1 W\r\nHD t1000 Z\r\n"},
+		{"ma nt6 T-1 N1000 v\r\nmg nt6 t\r\n", "VA 1\r\n0\r\nHD t1000\r\n"},
+		{"ma nt7 N1000 T-1 v\r\nmg nt7 t\r\n", "VA 1\r\n0\r\nEN\r\n"},
+		{"ma nt8 N1000 t T50\r\nmg nt8 t\r\n", "HD t1000\r\nHD t50\r\n"},
 	}},
 	{"meta hit and last access", []step{
 		{"ms hl 1\r\nx\r\nmg hl h l\r\n", "HD\r\nHD h0 l0\r\n"},
