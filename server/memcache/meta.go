@@ -303,12 +303,8 @@ func (ss *session) metaGet() {
 		if created && errors.Is(err, caskade.ErrNotFound) {
 			// A TTL in the past (N-1): memcached answers the item it
 			// made, expired at once, as a hit that wins the token. The
-			// engine stored nothing (no version): the item has no state
-			// to keep, and its cas unique is the database's version.
-			val, info, err = nil, caskade.KeyInfo{Version: b.Version(), ExpiresAt: exp}, nil
-			if info.Version == 0 {
-				info.Version = s.DB.Version()
-			}
+			// engine stored nothing: the item has no state to keep.
+			val, info, err = nil, caskade.KeyInfo{Version: s.written(&b), ExpiresAt: exp}, nil
 			expired = true
 		}
 	}

@@ -87,7 +87,7 @@ func (s *Server) store(req *storeReq) (storeOut, error) {
 			}
 			return storeOut{}, err
 		}
-		return storeOut{res: resStored, value: req.data, flags: req.flags, version: b.Version()}, nil
+		return storeOut{res: resStored, value: req.data, flags: req.flags, version: s.written(&b)}, nil
 
 	case req.mode == modeAppend || req.mode == modePrepend:
 		turn := db.Turn()
@@ -124,7 +124,7 @@ func (s *Server) store(req *storeReq) (storeOut, error) {
 			}
 			err = turn.Write(&b)
 			if err == nil {
-				out.version = b.Version()
+				out.version = s.written(&b)
 				return out, nil
 			}
 			if !errors.Is(err, caskade.ErrConflict) {
@@ -165,7 +165,7 @@ func (s *Server) store(req *storeReq) (storeOut, error) {
 			}
 			err = turn.Write(&b)
 			if err == nil {
-				out.version = b.Version()
+				out.version = s.written(&b)
 				return out, nil
 			}
 			if !errors.Is(err, caskade.ErrConflict) {
@@ -174,6 +174,17 @@ func (s *Server) store(req *storeReq) (storeOut, error) {
 		}
 		return storeOut{}, errContended
 	}
+}
+
+// written returns the version a batch just written got. A batch that
+// changed nothing (an item stored with a TTL in the past where there was
+// none: the engine drops it) has none; memcached still gives such an item
+// a cas unique, so this returns the database's version then.
+func (s *Server) written(b *caskade.Batch) uint64 {
+	if v := b.Version(); v != 0 {
+		return v
+	}
+	return s.DB.Version()
 }
 
 // casOf returns the cas unique memcached clients see for key at version:
@@ -340,12 +351,7 @@ func (s *Server) arith(req *arithReq) (arithOut, error) {
 		b.SetEntry(req.key, out.number, caskade.SetOptions{ExpiresAt: out.exp, Flags: out.flags})
 		err = turn.Write(&b)
 		if err == nil {
-			out.version = b.Version()
-			if out.version == 0 {
-				// Expired at once (a TTL in the past), the number
-				// was not stored: it has no version of its own.
-				out.version = s.DB.Version()
-			}
+			out.version = s.written(&b)
 			return out, nil
 		}
 		if !errors.Is(err, caskade.ErrConflict) {

@@ -816,6 +816,14 @@ func TestMetaE(t *testing.T) {
 	c.do("ms k 2 C900 E901\r\nv2\r\n", "HD\r\n")
 	c.do("ma n N0 E50 c\r\nma n E51 c v\r\n", "HD c50\r\nVA 1 c51\r\n1\r\n")
 	c.do("md k C901 I E902\r\nmg k c\r\n", "HD\r\nHD c902 X W\r\n")
+	// An item stored with a TTL in the past (the engine keeps nothing)
+	// still gets a cas unique, as in memcached; never c0.
+	for _, req := range []string{"ms gone 1 T-1 c\r\ny\r\n", "ma gone N-1 c\r\n", "mg gone N-1 c\r\n"} {
+		c.send(req)
+		if l := c.line(); !regexp.MustCompile(`^HD c[1-9][0-9]* ?W?\r\n$`).MatchString(l) {
+			t.Fatalf("%q: %q, want a cas unique", req, l)
+		}
+	}
 	// md x leaves an empty item with the cas unique of the one it
 	// replaces, or E's.
 	c.do("ms x 2 E910\r\nv1\r\nmd x x\r\nmg x c v\r\n", "HD\r\nHD\r\nVA 0 c910\r\n\r\n")
