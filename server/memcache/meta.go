@@ -315,6 +315,20 @@ func (ss *session) metaGet() {
 	if err == nil && !created {
 		before = info.ExpiresAt
 	}
+	// R, too, sees the TTL as set by the N and T before it.
+	recache := false
+	if m.has('R') && !created {
+		exp, rExp := before, expiryTime(m.r, now)
+		for _, tok := range m.toks {
+			switch tok[0] {
+			case 'T':
+				exp = tExp
+			case 'R':
+				// In whole seconds, as memcached's clock counts.
+				recache = !exp.IsZero() && exp.Unix() < rExp.Unix()
+			}
+		}
+	}
 	touched := created && m.has('T')
 	if err == nil && m.has('T') && !created {
 		touched = true
@@ -355,8 +369,7 @@ func (ss *session) metaGet() {
 		st = s.items.get(m.key, info.Version)
 	}
 	won := created
-	if m.has('R') && !st.tokenSent && !created && !info.ExpiresAt.IsZero() &&
-		info.ExpiresAt.Before(expiryTime(m.r, now)) {
+	if recache && !st.tokenSent {
 		won = true
 	}
 	if st.stale && !st.tokenSent {

@@ -805,6 +805,31 @@ func TestTouchKeepsCas(t *testing.T) {
 	}
 }
 
+// TestMetaRecache: R wins the token when the TTL, in whole seconds as
+// memcached counts, is below R's, as the N and T before R set it.
+func TestMetaRecache(t *testing.T) {
+	ts := startServer(t)
+	c := ts.dial(t)
+	c.do("set c 0 0 1\r\n1\r\nmg c R3000 T2000\r\nmg c t\r\n", "STORED\r\nHD\r\nHD t2000\r\n")
+	c.do("set c 0 0 1\r\n1\r\nmg c T2000 R3000\r\nmg c t\r\n", "STORED\r\nHD W\r\nHD t2000 Z\r\n")
+	c.do("set c 0 1000 1\r\n1\r\nmg c R1001 T2000\r\n", "STORED\r\nHD W\r\n")
+	// An item that expires at second E, and R naming E: not below.
+	for range 5 {
+		start := time.Now()
+		e := start.Unix() + 1000
+		c.do(fmt.Sprintf("set r 0 %d 1\r\n1\r\n", e), "STORED\r\n")
+		c.send("mg r R1000\r\n")
+		l := c.line()
+		if time.Now().Unix() != start.Unix() {
+			continue // a second passed: R1000 may be later than E
+		}
+		if l != "HD\r\n" {
+			t.Fatalf("mg R1000 on an item expiring in 1000 s: %q, want HD", l)
+		}
+		return
+	}
+}
+
 // TestMetaE: E names the cas unique of the item a command writes.
 func TestMetaE(t *testing.T) {
 	ts := startServer(t)
