@@ -109,12 +109,13 @@
 //     by expiry, delete or flush_all only; "evictions" stays 0.
 //   - cas uniques are commit versions, shared by all protocols, except
 //     where memcached keeps or names one: touch, gat, gats and mg with T
-//     keep the item's cas unique (and its fetched and win marks), and meta E
-//     names the cas unique of what ms, ma or md I write. Those live in the
-//     item state table below: if one is lost (a restart, flush_all, or a
-//     full table), the item's cas unique is its version again, and a cas
-//     with the old unique fails with EXISTS rather than overwrite. As in
-//     memcached, a cas unique named by E may equal one the key gets later.
+//     keep the item's cas unique (and its fetched and win marks), md x
+//     keeps it for the empty item, and meta E names the cas unique of what
+//     ms, ma, md (I or x) or mg N write. Those live in the item state table
+//     below: if one is lost (a restart, flush_all, or a full table), the
+//     item's cas unique is its version again, and a cas with the old
+//     unique fails with EXISTS rather than overwrite. As in memcached, a
+//     cas unique named by E may equal one the key gets later.
 //   - The fetched, last-access, win-token and stale marks (mg h, l, W, Z, X;
 //     me fetch, la) are kept in memory for up to 65536 keys, are lost on
 //     restart, and are reset by any write to the key but a touch.

@@ -387,6 +387,13 @@ func (ss *session) metaGet() {
 	if st.cas != 0 {
 		cas = st.cas
 	}
+	if created && m.has('E') && m.e != 0 {
+		// As in memcached, E names the cas unique of the item N makes.
+		if !expired {
+			s.setCas(m.key, info.Version, m.e)
+		}
+		cas = m.e
+	}
 	withValue := m.has('v')
 	if m.has('C') && m.c == cas {
 		withValue = false

@@ -840,6 +840,7 @@ func TestMetaE(t *testing.T) {
 	c.do("ms k 2 C899\r\nv2\r\n", "EX\r\n")
 	c.do("ms k 2 C900 E901\r\nv2\r\n", "HD\r\n")
 	c.do("ma n N0 E50 c\r\nma n E51 c v\r\n", "HD c50\r\nVA 1 c51\r\n1\r\n")
+	c.do("mg v E60 c N30\r\nmg v c\r\ngets v\r\nmg v E61 c\r\n", "HD c60 W\r\nHD c60 Z\r\nVALUE v 0 0 60\r\n\r\nEND\r\nHD c60 Z\r\n")
 	c.do("md k C901 I E902\r\nmg k c\r\n", "HD\r\nHD c902 X W\r\n")
 	// An item stored with a TTL in the past (the engine keeps nothing)
 	// still gets a cas unique, as in memcached; never c0.
