@@ -366,16 +366,21 @@ func (s *Server) arith(req *arithReq) (arithOut, error) {
 	return arithOut{}, errContended
 }
 
-// parseCounter parses an item as memcached's incr does (strtoull):
-// optional leading white space, an optional '+', decimal digits, then the
-// end or white space. Empty values, overflow and negative numbers are not
-// numeric.
+// parseCounter parses an item as memcached's incr does (safe_strtoull,
+// which is strtoull on the item as a C string): optional leading white
+// space, an optional '+' or '-', decimal digits, then the end, white space
+// or a NUL byte. Empty values and overflow are not numeric; nor is a
+// negative number, except where strtoull's negation leaves a number below
+// 2^63, which memcached takes: "-0", and magnitudes above 2^63 (so
+// "-18446744073709551615" is 1).
 func parseCounter(v []byte) (uint64, bool) {
 	i := 0
 	for i < len(v) && isSpace(v[i]) {
 		i++
 	}
-	if i < len(v) && v[i] == '+' {
+	neg := false
+	if i < len(v) && (v[i] == '+' || v[i] == '-') {
+		neg = v[i] == '-'
 		i++
 	}
 	start := i
@@ -391,8 +396,14 @@ func parseCounter(v []byte) (uint64, bool) {
 	if i == start {
 		return 0, false
 	}
-	if i < len(v) && !isSpace(v[i]) {
+	if i < len(v) && !isSpace(v[i]) && v[i] != 0 {
 		return 0, false
+	}
+	if neg {
+		n = -n
+		if int64(n) < 0 {
+			return 0, false
+		}
 	}
 	return n, true
 }

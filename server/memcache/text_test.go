@@ -91,6 +91,17 @@ var textCases = []struct {
 		{"set t 0 0 2\r\nhi\r\nincr t 1\r\n", "STORED\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\n"},
 		{"set t 0 0 0\r\n\r\nincr t 1\r\n", "STORED\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\n"},
 		{"set t 0 0 2\r\n-1\r\nincr t 1\r\n", "STORED\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\n"},
+		// As memcached reads a number (strtoull, on a C string): a minus
+		// sign is refused only where the negated number is 2^63 or more,
+		// and a NUL byte ends the number.
+		{"set t 0 0 2\r\n-0\r\nincr t 1\r\n", "STORED\r\n1\r\n"},
+		{"set t 0 0 3\r\n -0\r\nincr t 1\r\n", "STORED\r\n1\r\n"},
+		{"set t 0 0 21\r\n-18446744073709551615\r\nincr t 1\r\n", "STORED\r\n2\r\n"},
+		{"set t 0 0 20\r\n-9223372036854775809\r\nincr t 1\r\n", "STORED\r\n9223372036854775808\r\n"},
+		{"set t 0 0 20\r\n-9223372036854775808\r\nincr t 1\r\n", "STORED\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\n"},
+		{"set t 0 0 21\r\n-18446744073709551616\r\nincr t 1\r\n", "STORED\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\n"},
+		{"set t 0 0 5\r\n12\x00ab\r\nincr t 1\r\n", "STORED\r\n13\r\n"},
+		{"set t 0 0 3\r\n\x0012\r\nincr t 1\r\n", "STORED\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\n"},
 		{"set t 0 0 20\r\n18446744073709551616\r\nincr t 1\r\n", "STORED\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\n"},
 		{"incr n x\r\nincr n -1\r\nincr n\r\n", "CLIENT_ERROR invalid numeric delta argument\r\nCLIENT_ERROR invalid numeric delta argument\r\nCLIENT_ERROR bad command line format\r\n"},
 	}},
