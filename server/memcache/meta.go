@@ -341,7 +341,10 @@ func (ss *session) metaGet() {
 		ss.count.add(statCmdGet, 1)
 	}
 	if errors.Is(err, caskade.ErrNotFound) {
-		if touched || m.has('T') {
+		// A miss counts as a get, T or not, as in memcached (and so
+		// cmd_get stays get_hits plus get_misses); a touch that lost the
+		// item it had found counts as a touch miss.
+		if touched {
 			ss.count.add(statTouchMisses, 1)
 		} else {
 			ss.count.add(statGetMisses, 1)
