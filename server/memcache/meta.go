@@ -800,7 +800,10 @@ func (ss *session) metaArith() {
 		ss.out = append(b, "\r\n"...)
 		return
 	}
-	ss.count.add(hit, 1)
+	if !out.created {
+		// memcached counts neither a hit nor a miss for an item N made.
+		ss.count.add(hit, 1)
+	}
 	cas := out.version
 	if m.has('E') && m.e != 0 {
 		s.setCas(m.key, out.version, m.e)

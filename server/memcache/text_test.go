@@ -602,12 +602,14 @@ func TestStats(t *testing.T) {
 			t.Errorf("stats %s = %q, want %q", k, st[k], want)
 		}
 	}
-	// mg with T on a missing key is a get miss, as in memcached.
-	c.do("stats reset\r\nmg nokey T10\r\n", "RESET\r\nEN\r\n")
+	// mg with T on a missing key is a get miss, and an ma that creates
+	// its item neither a hit nor a miss, as in memcached.
+	c.do("stats reset\r\nmg nokey T10\r\nma newn N0\r\nma newn\r\n", "RESET\r\nEN\r\nHD\r\nHD\r\n")
 	st2 := stats(t, c, "")
-	for k, want := range map[string]string{"cmd_get": "1", "get_misses": "1", "cmd_touch": "0", "touch_misses": "0"} {
+	for k, want := range map[string]string{"cmd_get": "1", "get_misses": "1", "cmd_touch": "0", "touch_misses": "0",
+		"incr_hits": "1", "incr_misses": "0"} {
 		if st2[k] != want {
-			t.Errorf("after mg T on a miss: stats %s = %q, want %q", k, st2[k], want)
+			t.Errorf("after mg T on a miss and ma N: stats %s = %q, want %q", k, st2[k], want)
 		}
 	}
 	if n, _ := strconv.Atoi(st["bytes_read"]); n < 50 {
