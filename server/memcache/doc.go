@@ -25,7 +25,8 @@
 // exptime, which memcached reads with strtoul/strtol and so also take a
 // leading '+'; a <bytes> or ms <datalen> over 2147483645 is a bad command
 // line, its data not skipped; a meta flag token starting with neither a
-// letter nor a digit makes the whole line bad. The tests
+// letter nor a digit makes the whole line bad (an ms line too: its data
+// is not skipped). The tests
 // compare caskade with a real memcached where one is installed
 // (TestDifferentialAgainstMemcached), leaving out what changed between
 // releases.

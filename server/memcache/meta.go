@@ -34,6 +34,9 @@ type metaReq struct {
 	// (_meta_flag_preparse), which ma words as "invalid or duplicate
 	// flag" whatever it was.
 	flagErr bool
+	// lineErr: parseMeta's error is the tokenizer's, for which memcached
+	// refuses the line before it is an ms: its data is not skipped.
+	lineErr bool
 }
 
 func (m *metaReq) has(c byte) bool { return m.seen[c] }
@@ -64,6 +67,7 @@ func (ss *session) parseMeta(first int, m *metaReq) string {
 	// memcached's tokenizer refuses the line before its flag parser sees
 	// the key or counts the tokens.
 	if !metaFlagsTokenize(t[min(first, len(t)):min(len(t), metaTokenizerMax)]) {
+		m.lineErr = true
 		return errBadFormat
 	}
 	if e := m.preparse(t, first); e != "" {
@@ -524,6 +528,9 @@ func (ss *session) metaSet() error {
 	}
 	if e != "" {
 		ss.replyErrorAlways(e)
+		if m.lineErr {
+			return nil // what follows is read as commands
+		}
 		return ss.r.discard(size + 2)
 	}
 	if size > s.maxItemSize {

@@ -231,7 +231,7 @@ var textCases = []struct {
 		// invalid flag.
 		{"mg a !\r\nmg a v ~\r\nmg a v \x80\r\n", "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"},
 		{"md a {\r\nma a !\r\nme a !\r\n", "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"},
-		{"ms a 1 ~\r\nx\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"ms a 1 ~\r\nx\r\n", "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"}, // x is a command
 		{"mg a 9\r\nmg a Z\r\n", "CLIENT_ERROR invalid flag\r\nCLIENT_ERROR invalid flag\r\n"},
 		{"get a\r\n", "END\r\n"},
 	}},
@@ -359,6 +359,9 @@ var textCases = []struct {
 		{"mg /w== b v\r\n", "CLIENT_ERROR bad command line format\r\n"},
 		{"ms\r\nms a\r\nms a x\r\nms a -1\r\n", strings.Repeat("CLIENT_ERROR bad command line format\r\n", 4)},
 		{"ms a 1 Y\r\nx\r\nmg a\r\n", "CLIENT_ERROR invalid flag\r\nEN\r\n"},
+		// A flag token memcached's tokenizer refuses makes the line bad
+		// before it is an ms: the data that follows is read as commands.
+		{"ms a 2 !\r\nget a\r\nms a 1 k \x80\r\nx\r\n", "CLIENT_ERROR bad command line format\r\nEND\r\nCLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"},
 		{"ms a 1 Fx\r\nx\r\nmg a\r\n", "CLIENT_ERROR bad command line format\r\nEN\r\n"},
 		{"ms a 1 q v v\r\nx\r\n", "CLIENT_ERROR duplicate flag\r\n"},
 		{fmt.Sprintf("ms big %d q\r\n%s\r\n", DefaultMaxItemSize+1, strings.Repeat("z", DefaultMaxItemSize+1)), "SERVER_ERROR object too large for cache\r\n"},
