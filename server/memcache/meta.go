@@ -703,6 +703,10 @@ func (ss *session) metaDelete() {
 				// unique (E's, if given): it stays fetched, and loses its
 				// win token so the next reader can win.
 				old := s.items.get(m.key, info.Version)
+				if m.has('x') {
+					// x made a new, empty item: never fetched.
+					old = itemState{}
+				}
 				var cas uint64
 				if m.has('E') {
 					cas = m.e

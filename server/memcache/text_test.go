@@ -431,6 +431,7 @@ var textCases = []struct {
 		{"mg s N30\r\nms s 1 I C1\r\nx\r\nmg s v\r\n", "HD W\r\nHD\r\nVA 1 Z X\r\nx\r\n"},
 		// md I marks the item stale; it stays fetched and can be won again.
 		{"ms h 1\r\nx\r\nmg h v\r\nmd h I\r\nmg h h\r\n", "HD\r\nVA 1\r\nx\r\nHD\r\nHD h1 X W\r\n"},
+		{"ms hx 1\r\nx\r\nmg hx v\r\nmd hx I x\r\nmg hx h v\r\nmg hx h\r\n", "HD\r\nVA 1\r\nx\r\nHD\r\nVA 0 h0 X W\r\n\r\nHD h1 Z X\r\n"},
 		// C0 checks nothing for an append, and is no older cas for I.
 		{"ms ap 1\r\nx\r\nms ap 1 MA C0\r\ny\r\nms ap 1 I C0\r\nz\r\nmg ap v\r\n", "HD\r\nHD\r\nEX\r\nVA 2\r\nxy\r\n"},
 	}},
