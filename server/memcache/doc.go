@@ -21,9 +21,10 @@
 // than four bytes with their line end ("ab\n") get "CLIENT_ERROR bad
 // command line format". Numbers are
 // read as memcached 1.6.4x reads them: digits only (and a leading '-'
-// where the number is signed), except a storage command's flags and
-// exptime, which memcached reads with strtoul/strtol and so also take a
-// leading '+'; a <bytes> or ms <datalen> over 2147483645 is a bad command
+// where the number is signed), in a token of at most 11 bytes (22 for a
+// 64-bit number), except a storage command's flags and exptime, which
+// memcached reads with strtoul/strtol and so also take a leading '+' and
+// any number of leading zeros; a <bytes> or ms <datalen> over 2147483645 is a bad command
 // line, its data not skipped; a meta flag token starting with neither a
 // letter nor a digit makes the whole line bad (an ms line too: its data
 // is not skipped). The tests

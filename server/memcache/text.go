@@ -36,7 +36,17 @@ func validBinaryKey(k []byte) bool {
 // parseUint parses a decimal of digits only that fits bits bits. As in
 // memcached 1.6.4x (whose token parser takes digits and nothing else), a
 // sign is refused: "+5" is no more a number than "-5" is.
+// Like memcached's, it refuses a token longer than 11 bytes for 32 bits
+// or 22 for 64 (MCMC_TOKTO32_MAX, MCMC_TOKTO64_MAX), leading zeros
+// included.
 func parseUint(b []byte, bits int) (uint64, bool) {
+	if len(b) > maxTokenLen(bits) {
+		return 0, false
+	}
+	return parseUintAnyLen(b, bits)
+}
+
+func parseUintAnyLen(b []byte, bits int) (uint64, bool) {
 	if len(b) == 0 || b[0] == '+' {
 		return 0, false
 	}
@@ -45,8 +55,16 @@ func parseUint(b []byte, bits int) (uint64, bool) {
 }
 
 // parseInt parses a decimal of digits, optionally after a '-', that fits
-// bits bits. A '+' is refused, as memcached 1.6.4x refuses it.
+// bits bits. A '+' is refused, as memcached 1.6.4x refuses it, and so is a
+// token too long for memcached's parser (see parseUint).
 func parseInt(b []byte, bits int) (int64, bool) {
+	if len(b) > maxTokenLen(bits) {
+		return 0, false
+	}
+	return parseIntAnyLen(b, bits)
+}
+
+func parseIntAnyLen(b []byte, bits int) (int64, bool) {
 	if len(b) == 0 || b[0] == '+' {
 		return 0, false
 	}
@@ -54,19 +72,28 @@ func parseInt(b []byte, bits int) (int64, bool) {
 	return n, err == nil
 }
 
+// maxTokenLen is the longest number token memcached's parser reads into
+// a number of bits bits.
+func maxTokenLen(bits int) int {
+	if bits > 32 {
+		return 22
+	}
+	return 11
+}
+
 // parseStrtol parses a storage command's flags (bits 32, unsigned) or
 // exptime (signed): memcached reads those two with strtoul and strtol,
-// which also take a leading '+'; every other number it reads with a
-// parser that does not.
+// which also take a leading '+' and any number of leading zeros; every
+// other number it reads with a parser that does not.
 func parseStrtol(b []byte, bits int, signed bool) (int64, bool) {
 	if len(b) > 1 && b[0] == '+' && b[1] != '+' && b[1] != '-' {
 		b = b[1:]
 	}
 	if !signed {
-		n, ok := parseUint(b, bits)
+		n, ok := parseUintAnyLen(b, bits)
 		return int64(n), ok
 	}
-	return parseInt(b, bits)
+	return parseIntAnyLen(b, bits)
 }
 
 // maxDataLen is the largest <bytes> (or ms <datalen>) memcached accepts:

@@ -225,6 +225,21 @@ var textCases = []struct {
 		{"ms a 2147483647\r\nx\r\n", "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"},
 		{"get a\r\n", "END\r\n"},
 	}},
+	{"number tokens too long for memcached's parser", []step{
+		// 11 bytes at most for 32 bits, 22 for 64, leading zeros included;
+		// a storage command's flags and exptime (strtoul, strtol) take any.
+		{"set z 0 0 1\r\n5\r\n", "STORED\r\n"},
+		{"touch z 00000000001\r\ntouch z 000000000001\r\n", "TOUCHED\r\nCLIENT_ERROR invalid exptime argument\r\n"},
+		{"gat 000000000001 z\r\nflush_all 000000000001\r\nverbosity 000000000001\r\n", "CLIENT_ERROR invalid exptime argument\r\nCLIENT_ERROR invalid exptime argument\r\nCLIENT_ERROR bad command line format\r\n"},
+		{"incr z 0000000000000000000001\r\nincr z 00000000000000000000001\r\n", "6\r\nCLIENT_ERROR invalid numeric delta argument\r\n"},
+		{"cas z 0 0 1 00000000000000000000001\r\nx\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"set z 0 0 000000000001\r\nx\r\n", "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"},
+		{"ms z 000000000001\r\nx\r\n", "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"},
+		{"set z 00000000000000000000001 +0000000000000000000000 1\r\n6\r\nget z\r\n", "STORED\r\nVALUE z 1 1\r\n6\r\nEND\r\n"},
+		{"mg z T000000000001\r\nmg z C00000000000000000000001 v\r\n", "CLIENT_ERROR bad token in command line format\r\nCLIENT_ERROR bad token in command line format\r\n"},
+		{"ms z 1 F000000000001\r\nx\r\nma z D00000000000000000000001\r\n", "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR invalid or duplicate flag\r\n"},
+		{"ms z 1 T-0000000001\r\nx\r\nms z 1 T-00000000001\r\nx\r\n", "HD\r\nCLIENT_ERROR bad token in command line format\r\n"},
+	}},
 	{"meta flags the tokenizer refuses", []step{
 		// A flag token starting with neither a letter nor a digit makes
 		// the whole line bad; a letter the command does not know is an
