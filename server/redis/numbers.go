@@ -14,20 +14,30 @@ import (
 // optional '-', no '+', no leading zeros, no spaces, within int64.
 func string2ll(b []byte) (int64, bool) { return resp.ParseInt(b) }
 
+// string2ull parses a SCAN cursor as Redis does, with C's strtoul in base
+// 10 and nothing but the number allowed: no leading space, an optional
+// sign, '-' negating modulo 2^64 as strtoul does ("-1" is the largest
+// cursor), the empty string meaning 0, and no value beyond 64 bits.
 func string2ull(b []byte) (uint64, bool) {
-	if v, ok := string2ll(b); ok {
-		if v < 0 {
-			return 0, false
-		}
-		return uint64(v), true
+	s := cstr(b)
+	if len(s) == 0 {
+		return 0, true
 	}
-	s := strings.TrimLeft(string(cstr(b)), " \t\n\v\f\r")
-	s = strings.TrimPrefix(s, "+")
-	if s == "" {
+	neg := false
+	if s[0] == '+' || s[0] == '-' {
+		neg, s = s[0] == '-', s[1:]
+	}
+	if len(s) == 0 || s[0] < '0' || s[0] > '9' {
 		return 0, false
 	}
-	v, err := strconv.ParseUint(s, 10, 64)
-	return v, err == nil
+	v, err := strconv.ParseUint(string(s), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 // maxLongDoubleChars is Redis's MAX_LONG_DOUBLE_CHARS.

@@ -131,6 +131,16 @@ func TestReplies(t *testing.T) {
 		{cmd("MOVE", "k3", "0"), "-ERR source and destination objects are the same\r\n"},
 		{cmd("FLUSHALL", "ASYNC"), "+OK\r\n"},
 		{cmd("DBSIZE"), ":0\r\n"},
+		// SCAN's cursor is read as strtoul reads it: no leading space, a
+		// sign allowed ('-' wraps modulo 2^64), the empty string is 0.
+		{cmd("SCAN", ""), "*2\r\n$1\r\n0\r\n*0\r\n"},
+		{cmd("SCAN", "-0"), "*2\r\n$1\r\n0\r\n*0\r\n"},
+		{cmd("SCAN", "-18446744073709551615"), "*2\r\n$1\r\n0\r\n*0\r\n"},
+		{cmd("SCAN", " 0"), "-ERR invalid cursor\r\n"},
+		{cmd("SCAN", "\t0"), "-ERR invalid cursor\r\n"},
+		{cmd("SCAN", "-"), "-ERR invalid cursor\r\n"},
+		{cmd("SCAN", "- 1"), "-ERR invalid cursor\r\n"},
+		{cmd("SCAN", "-18446744073709551616"), "-ERR invalid cursor\r\n"},
 		{cmd("QUIT"), "+OK\r\n"},
 	}
 	for _, s := range steps {
