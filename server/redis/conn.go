@@ -741,7 +741,9 @@ func (c *client) call(cmd *command, args [][]byte, start time.Time) {
 	s := c.s
 	c.cur = cmd
 	c.errored = false
-	if s.monitors.active() && cmd.name != "exec" {
+	// As in Redis, monitors never see an administrative command: its
+	// arguments may be secrets (CONFIG SET requirepass).
+	if s.monitors.active() && cmd.name != "exec" && !cmd.has(fAdmin) {
 		s.monitors.feed(c, args, start)
 	}
 	c.exec(cmd, args, start)

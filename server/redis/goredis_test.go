@@ -398,6 +398,29 @@ func TestMonitor(t *testing.T) {
 	}
 }
 
+// TestMonitorHidesAdmin: as in Redis, MONITOR never shows an
+// administrative command, alone or in a transaction: CONFIG SET
+// requirepass would show the new password.
+func TestMonitorHidesAdmin(t *testing.T) {
+	ts := startServer(t, nil)
+	m := ts.dial()
+	m.do(cmd("MONITOR"), "+OK\r\n")
+	c := ts.dial()
+	c.do(cmd("CONFIG", "SET", "requirepass", ""), "+OK\r\n")
+	c.do(cmd("CLIENT", "KILL", "ID", "999999"), ":0\r\n")
+	c.do(cmd("SLOWLOG", "RESET"), "+OK\r\n")
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("CONFIG", "GET", "nope"), "+QUEUED\r\n")
+	c.do(cmd("PING", "in"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*2\r\n*0\r\n$2\r\nin\r\n")
+	c.do(cmd("PING", "after"), "$5\r\nafter\r\n")
+	for _, want := range []string{`] "MULTI"`, `] "PING" "in"`, `] "PING" "after"`} {
+		if line := m.readLine(); !strings.HasSuffix(line, want+"\r\n") {
+			t.Fatalf("MONITOR line %q, want one ending %s", line, want)
+		}
+	}
+}
+
 // TestConcurrentIncr: concurrent INCRs from many clients lose nothing.
 func TestConcurrentIncr(t *testing.T) {
 	ts := startServer(t, nil)

@@ -296,7 +296,7 @@ func (c *client) runQueued(q queued) {
 	start := time.Now()
 	c.cur = q.cmd
 	c.errored = false
-	if c.s.monitors.active() {
+	if c.s.monitors.active() && !q.cmd.has(fAdmin) {
 		c.s.monitors.feed(c, q.args, start)
 	}
 	mark := len(c.out)
