@@ -741,12 +741,14 @@ func (c *client) call(cmd *command, args [][]byte, start time.Time) {
 	s := c.s
 	c.cur = cmd
 	c.errored = false
-	// As in Redis, monitors never see an administrative command: its
-	// arguments may be secrets (CONFIG SET requirepass).
-	if s.monitors.active() && cmd.name != "exec" && !cmd.has(fAdmin) {
+	c.exec(cmd, args, start)
+	// As in Redis, monitors see a command once it has run (so with the
+	// database a SELECT chose, EXEC after the commands it ran, and RESET
+	// of a monitor), and never an administrative one: its arguments may
+	// be secrets (CONFIG SET requirepass).
+	if s.monitors.active() && !cmd.has(fAdmin) {
 		s.monitors.feed(c, args, start)
 	}
-	c.exec(cmd, args, start)
 	// start has a monotonic clock reading: time.Since reads that clock
 	// alone, where time.Now reads it and the wall clock (two vDSO calls,
 	// not cheap in a VM).

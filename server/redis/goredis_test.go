@@ -414,9 +414,47 @@ func TestMonitorHidesAdmin(t *testing.T) {
 	c.do(cmd("PING", "in"), "+QUEUED\r\n")
 	c.do(cmd("EXEC"), "*2\r\n*0\r\n$2\r\nin\r\n")
 	c.do(cmd("PING", "after"), "$5\r\nafter\r\n")
-	for _, want := range []string{`] "MULTI"`, `] "PING" "in"`, `] "PING" "after"`} {
+	for _, want := range []string{`] "MULTI"`, `] "PING" "in"`, `] "EXEC"`, `] "PING" "after"`} {
 		if line := m.readLine(); !strings.HasSuffix(line, want+"\r\n") {
 			t.Fatalf("MONITOR line %q, want one ending %s", line, want)
+		}
+	}
+}
+
+// TestMonitorAfterRun checks that MONITOR shows a command once it has run,
+// as Redis 7 does: SELECT with the database it chose, EXEC after the
+// commands it ran, and the RESET that ends a client's own MONITOR.
+func TestMonitorAfterRun(t *testing.T) {
+	ts := startServer(t, nil)
+	m := ts.dial()
+	m.do(cmd("MONITOR"), "+OK\r\n")
+	c := ts.dial()
+	c.do(cmd("SELECT", "3"), "+OK\r\n")
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("SET", "a", "1"), "+QUEUED\r\n")
+	c.do(cmd("SELECT", "2"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*2\r\n+OK\r\n+OK\r\n")
+	c.do(cmd("EXEC"), "-ERR EXEC without MULTI\r\n")
+	c.do(cmd("MONITOR"), "+OK\r\n")
+	c.do(cmd("RESET"), "+RESET\r\n")
+	c.do(cmd("PING"), "+PONG\r\n")
+	for _, want := range []string{
+		`[3] "SELECT" "3"`,
+		`[3] "MULTI"`,
+		`[3] "SET" "a" "1"`,
+		`[2] "SELECT" "2"`,
+		`[2] "EXEC"`,
+		`[2] "EXEC"`,
+		`[0] "RESET"`,
+		`[0] "PING"`,
+	} {
+		// +<time> [<db> <address>] <arguments>
+		line := strings.TrimSuffix(m.readLine(), "\r\n")
+		_, rest, _ := strings.Cut(line, " [")
+		db, rest, _ := strings.Cut(rest, " ")
+		_, args, _ := strings.Cut(rest, "] ")
+		if got := "[" + db + "] " + args; got != want {
+			t.Fatalf("MONITOR line %q, want %s", line, want)
 		}
 	}
 }

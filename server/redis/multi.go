@@ -296,15 +296,15 @@ func (c *client) runQueued(q queued) {
 	start := time.Now()
 	c.cur = q.cmd
 	c.errored = false
-	if c.s.monitors.active() && !q.cmd.has(fAdmin) {
-		c.s.monitors.feed(c, q.args, start)
-	}
 	mark := len(c.out)
 	if c.db == 0 && q.cmd.firstKey > 0 && c.hasReservedKey(q.cmd, q.args) {
 		// Queued while another database was selected.
 		c.replyErr(errReservedKey)
 	} else {
 		q.cmd.fn(c, q.args)
+	}
+	if c.s.monitors.active() && !q.cmd.has(fAdmin) {
+		c.s.monitors.feed(c, q.args, start) // after it ran, as call does
 	}
 	if c.muted() {
 		// After a queued CLIENT REPLY OFF, as in Redis, the replies are
