@@ -1229,10 +1229,10 @@ func (ms *monitorSet) feed(c *client, args [][]byte, at time.Time) {
 		line = append(line, c.addr...)
 	}
 	line = append(line, ']')
-	redact := eqFold(args[0], "auth") || eqFold(args[0], "hello")
+	hide := redacted(args)
 	for i, a := range args {
 		line = append(line, ' ')
-		if redact && i > 0 {
+		if hide != nil && hide[i] {
 			line = append(line, `"(redacted)"`...)
 			continue
 		}
@@ -1244,6 +1244,40 @@ func (ms *monitorSet) feed(c *client, args [][]byte, at time.Time) {
 		m.push(line)
 	}
 	ms.mu.Unlock()
+}
+
+// redacted returns which arguments of a command MONITOR shows as
+// "(redacted)" (nil: none): AUTH's user name and password, and those of a
+// HELLO's AUTH option, as Redis hides them; HELLO's protocol version, its
+// option names and SETNAME's name stay visible. Where Redis's HELLO stops
+// at an option it does not know and shows the rest as it is, everything
+// from there on is hidden here, since it may hold a password.
+func redacted(args [][]byte) []bool {
+	var hide []bool
+	switch {
+	case eqFold(args[0], "auth"):
+		hide = make([]bool, len(args))
+		for i := 1; i < len(args); i++ {
+			hide[i] = true
+		}
+	case eqFold(args[0], "hello") && len(args) > 2:
+		hide = make([]bool, len(args))
+		for j := 2; j < len(args); {
+			more := len(args) - 1 - j
+			switch {
+			case eqFold(args[j], "auth") && more >= 2:
+				hide[j+1], hide[j+2] = true, true
+				j += 3
+			case eqFold(args[j], "setname") && more >= 1:
+				j += 2
+			default:
+				for ; j < len(args); j++ {
+					hide[j] = true
+				}
+			}
+		}
+	}
+	return hide
 }
 
 // appendRepr appends p quoted as Redis's sdscatrepr does.

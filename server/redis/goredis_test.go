@@ -396,6 +396,24 @@ func TestMonitor(t *testing.T) {
 	if line := m.readLine(); !strings.Contains(line, `"AUTH" "(redacted)"`) {
 		t.Fatalf("MONITOR did not redact AUTH: %q", line)
 	}
+	// HELLO: as in Redis, only the user name and password are hidden.
+	for _, h := range [][]string{
+		{"HELLO", "2", "AUTH", "default", "secret", "SETNAME", "nm"},
+		{"HELLO", "2", "SETNAME", "nm", "AUTH", "default", "secret"},
+	} {
+		c.send(cmd(h...))
+		if r, err := readRawReply(c.br, nil); err != nil || !strings.HasPrefix(string(r), "*14\r\n") {
+			t.Fatalf("%q: %q, %v", h, r, err)
+		}
+	}
+	for _, want := range []string{
+		`] "HELLO" "2" "AUTH" "(redacted)" "(redacted)" "SETNAME" "nm"` + "\r\n",
+		`] "HELLO" "2" "SETNAME" "nm" "AUTH" "(redacted)" "(redacted)"` + "\r\n",
+	} {
+		if line := m.readLine(); !strings.HasSuffix(line, want) {
+			t.Fatalf("MONITOR line %q, want one ending %s", line, want)
+		}
+	}
 }
 
 // TestMonitorHidesAdmin: as in Redis, MONITOR never shows an
