@@ -678,6 +678,12 @@ func (c *client) dispatch(args [][]byte) {
 		c.reject(cmd, errReservedKey)
 		return
 	}
+	if c.monitor.Load() && cmd.has(fWrite|fReadonly) {
+		// As in Redis, where a monitor is a replica, which CLIENT PAUSE
+		// does not hold: it may not touch the keyspace.
+		c.reject(cmd, "ERR Replica can't interact with the keyspace")
+		return
+	}
 	if s.pause.on.Load() && c.pauseHolds(cmd) {
 		return // held on its loop (c.paused), or the client closes
 	}

@@ -386,6 +386,10 @@ func TestMonitor(t *testing.T) {
 	ts := startServer(t, nil)
 	m := ts.dial()
 	m.do(cmd("MONITOR"), "+OK\r\n")
+	// As in Redis 7, a monitor (a replica there) may not touch the keys.
+	m.do(cmd("GET", "k"), "-ERR Replica can't interact with the keyspace\r\n")
+	m.do(cmd("SET", "k", "v"), "-ERR Replica can't interact with the keyspace\r\n")
+	m.do(cmd("DBSIZE"), "-ERR Replica can't interact with the keyspace\r\n")
 	c := ts.dial()
 	c.do(cmd("SET", "k", "a \"b\"\n"), "+OK\r\n")
 	line := m.readLine()
