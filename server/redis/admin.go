@@ -966,9 +966,29 @@ func cmdBgsave(c *client, args [][]byte) {
 		c.replyErr("ERR backups are not configured (no backup directory was set at start-up)")
 		return
 	}
-	if !s.bgsave.CompareAndSwap(false, true) {
+	if c.execing {
+		// As in Redis, a BGSAVE in a transaction is scheduled: it starts
+		// once EXEC has committed, so the backup holds the transaction's
+		// writes (and a retried EXEC does not start it twice).
+		if s.bgsave.Load() {
+			c.replyErr("ERR Background save already in progress")
+			return
+		}
+		c.afterExec |= afterExecSave
+		c.replyStatus("Background saving scheduled")
+		return
+	}
+	if !s.startBgsave() {
 		c.replyErr("ERR Background save already in progress")
 		return
+	}
+	c.replyStatus("Background saving started")
+}
+
+// startBgsave starts writing a backup, unless one is being written.
+func (s *Server) startBgsave() bool {
+	if !s.bgsave.CompareAndSwap(false, true) {
+		return false
 	}
 	go func() {
 		defer s.bgsave.Store(false)
@@ -976,15 +996,50 @@ func cmdBgsave(c *client, args [][]byte) {
 			s.log.Error("redis: BGSAVE failed", "err", err)
 		}
 	}()
-	c.replyStatus("Background saving started")
+	return true
+}
+
+// What a committed EXEC starts (client.afterExec).
+const (
+	afterExecSave  = 1 << iota // BGSAVE
+	afterExecMerge             // BGREWRITEAOF
+)
+
+// startAfterExec starts the background work a transaction scheduled.
+func (c *client) startAfterExec() {
+	if c.afterExec&afterExecSave != 0 {
+		c.s.startBgsave() // if one runs already, it is as good
+	}
+	if c.afterExec&afterExecMerge != 0 {
+		c.s.startMerge()
+	}
+	c.afterExec = 0
 }
 
 // cmdBgrewriteaof starts a merge (compaction) of the data files.
 func cmdBgrewriteaof(c *client, args [][]byte) {
 	s := c.s
-	if !s.merging.CompareAndSwap(false, true) {
+	if c.execing {
+		// Scheduled, as BGSAVE is (cmdBgsave).
+		if s.merging.Load() {
+			c.replyErr("ERR Background append only file rewriting already in progress")
+			return
+		}
+		c.afterExec |= afterExecMerge
+		c.replyStatus("Background append only file rewriting scheduled")
+		return
+	}
+	if !s.startMerge() {
 		c.replyErr("ERR Background append only file rewriting already in progress")
 		return
+	}
+	c.replyStatus("Background append only file rewriting started")
+}
+
+// startMerge starts a merge of the data files, unless one is running.
+func (s *Server) startMerge() bool {
+	if !s.merging.CompareAndSwap(false, true) {
+		return false
 	}
 	go func() {
 		defer s.merging.Store(false)
@@ -997,7 +1052,7 @@ func cmdBgrewriteaof(c *client, args [][]byte) {
 		s.log.Info("redis: merge done", "input_files", st.InputFiles, "output_files", st.OutputFiles,
 			"input_bytes", st.InputBytes, "output_bytes", st.OutputBytes, "duration", st.Duration)
 	}()
-	c.replyStatus("Background append only file rewriting started")
+	return true
 }
 
 func cmdShutdown(c *client, args [][]byte) {

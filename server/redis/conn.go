@@ -84,6 +84,7 @@ type client struct {
 	blind        bool          // the current command may defer its commit (pipeline.go)
 	deferred     bool          // the current command's commit is deferred
 	execing      bool          // EXEC is running its queued commands
+	afterExec    int           // background work to start once EXEC commits (afterExecSave...)
 	sum          caskade.Batch // an increment's commit (strings.go)
 	buffered     int8          // commandBuffered's answer since the last read: 0 unknown, 1 yes, -1 no
 	pend         pendingRun

@@ -382,6 +382,34 @@ func TestSaveWritesBackup(t *testing.T) {
 	checkBackup(t, backups+"/"+ents[0], "k", "v")
 }
 
+// TestBgsaveInMulti: as in Redis, BGSAVE and BGREWRITEAOF in a
+// transaction are scheduled, and start once EXEC has committed, so that
+// the backup holds the transaction's writes.
+func TestBgsaveInMulti(t *testing.T) {
+	var backups string
+	ts := startServer(t, func(s *Server) {
+		backups = t.TempDir()
+		s.BackupDir = backups
+	})
+	c := ts.dial()
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("BGSAVE"), "+QUEUED\r\n")
+	c.do(cmd("SET", "k", "v"), "+QUEUED\r\n")
+	c.do(cmd("BGSAVE", "SCHEDULE"), "+QUEUED\r\n")
+	c.do(cmd("BGREWRITEAOF"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*4\r\n+Background saving scheduled\r\n+OK\r\n+Background saving scheduled\r\n"+
+		"+Background append only file rewriting scheduled\r\n")
+	waitFor(t, "BGSAVE and the merge to finish", func() bool { return !ts.srv.bgsave.Load() && !ts.srv.merging.Load() })
+	ents, err := readDirNames(backups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 {
+		t.Fatalf("backups: %v", ents)
+	}
+	checkBackup(t, backups+"/"+ents[0], "k", "v")
+}
+
 func TestMonitor(t *testing.T) {
 	ts := startServer(t, nil)
 	m := ts.dial()

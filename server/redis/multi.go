@@ -264,6 +264,7 @@ func cmdExec(c *client, args [][]byte) {
 			c.replyArray(len(m.cmds))
 		}
 		c.execing = true
+		c.afterExec = 0
 		for _, q := range m.cmds {
 			c.runQueued(q)
 		}
@@ -272,6 +273,7 @@ func cmdExec(c *client, args [][]byte) {
 		err = st.commit()
 		st.end()
 		if err == nil {
+			c.startAfterExec()
 			break
 		}
 		c.out = c.out[:mark]
