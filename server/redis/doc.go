@@ -81,7 +81,9 @@
 // they are, so that the memcached and HTTP front ends see the same keys;
 // database n > 0 stores key k as the bytes 0xff, n, k. Keys of database 0
 // may therefore not begin with the byte 0xff ("ERR keys beginning with
-// byte 0xff are reserved for other databases"), and KEYS, SCAN, DBSIZE,
+// byte 0xff are reserved for other databases", which COPY, MOVE and
+// SWAPDB also reply rather than bring such a key of another database
+// into database 0), and KEYS, SCAN, DBSIZE,
 // RANDOMKEY and FLUSHDB in database 0 leave the range from 0xff on alone.
 // FLUSHALL empties the whole key space. SWAPDB rewrites both databases'
 // keys under each other's prefix in one atomic commit (databases of up to

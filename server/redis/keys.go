@@ -406,6 +406,23 @@ func cmdSwapdb(c *client, args [][]byte) {
 	if !ok {
 		return
 	}
+	// Database 0 cannot hold a key beginning with 0xff (its keys are
+	// stored as they are, and those bytes begin the other databases'):
+	// written there, the key would land in another database.
+	for _, side := range []struct {
+		to   int
+		keys []kv
+	}{{b, ka}, {a, kb}} {
+		if side.to != 0 {
+			continue
+		}
+		for _, x := range side.keys {
+			if len(x.key) > 0 && x.key[0] == dbPrefixByte {
+				c.replyErr(errReservedKey)
+				return
+			}
+		}
+	}
 	for _, x := range ka {
 		c.st.del(c.st.enc(a, x.key))
 	}

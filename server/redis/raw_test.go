@@ -392,6 +392,21 @@ func TestDatabasesAreKeyPrefixes(t *testing.T) {
 		t.Fatalf("db 3 key: %q %v", v, err)
 	}
 	c.do(cmd("KEYS", "*"), "*1\r\n$1\r\nk\r\n")
+
+	// Nor can SWAPDB bring a key beginning with 0xff into database 0,
+	// where it would be another database's key ("\xff\x01ab" is database
+	// 1's "ab"): it is refused, whichever side database 0 is on, and
+	// nothing moves.
+	c.do(cmd("SELECT", "2"), "+OK\r\n")
+	c.do(cmd("SET", "\xff\x01ab", "x"), "+OK\r\n")
+	c.do(cmd("SWAPDB", "2", "0"), "-ERR keys beginning with byte 0xff are reserved for other databases\r\n")
+	c.do(cmd("SWAPDB", "0", "2"), "-ERR keys beginning with byte 0xff are reserved for other databases\r\n")
+	c.do(cmd("SWAPDB", "2", "1"), "+OK\r\n") // elsewhere such keys move as any other
+	c.do(cmd("DBSIZE"), ":0\r\n")
+	c.do(cmd("SELECT", "1"), "+OK\r\n")
+	c.do(cmd("KEYS", "*"), "*1\r\n$4\r\n\xff\x01ab\r\n")
+	c.do(cmd("SELECT", "0"), "+OK\r\n")
+	c.do(cmd("KEYS", "*"), "*1\r\n$1\r\nk\r\n")
 }
 
 func TestGlob(t *testing.T) {
