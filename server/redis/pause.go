@@ -215,7 +215,8 @@ func (c *client) pauseHolds(cmd *command) bool {
 // goroutine looks for its peer hanging up.
 const peerCheckEvery = 200 * time.Millisecond
 
-// maxPause bounds a pause (Redis takes any timeout up to LLONG_MAX ms).
+// maxPause bounds a pause: Redis takes timeouts whose end, in Unix
+// milliseconds, fits in an int64, which a time.Duration cannot hold.
 const maxPause = time.Duration(math.MaxInt64)
 
 // cmdClientPause is CLIENT PAUSE timeout [WRITE|ALL].
@@ -242,6 +243,11 @@ func cmdClientPause(c *client, args [][]byte) {
 	}
 	if ms < 0 {
 		c.replyErr("ERR timeout is negative")
+		return
+	}
+	if ms > math.MaxInt64-time.Now().UnixMilli() {
+		// As in Redis 7.2 and later: the end time would overflow.
+		c.replyErr("ERR timeout is out of range")
 		return
 	}
 	d := maxPause
