@@ -499,7 +499,8 @@ func cmdScan(c *client, args [][]byte) {
 			}
 			i += 2
 		case eqFold(args[i], "type") && more >= 2:
-			t := string(bytes.ToLower(args[i+1]))
+			// Redis reads the name as a C string: it ends at a NUL.
+			t := string(bytes.ToLower(cstr(args[i+1])))
 			switch t {
 			case "string", "list", "set", "zset", "hash", "stream":
 			default:

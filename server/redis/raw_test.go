@@ -127,6 +127,7 @@ func TestReplies(t *testing.T) {
 		{cmd("SCAN", "x"), "-ERR invalid cursor\r\n"},
 		{cmd("SCAN", "0", "COUNT", "0"), "-ERR syntax error\r\n"},
 		{cmd("SCAN", "0", "TYPE", "nope"), "-ERR unknown type name 'nope'\r\n"},
+		{cmd("SCAN", "0", "TYPE", "list\x00x"), "*2\r\n$1\r\n0\r\n*0\r\n"}, // a C string: "list"
 		{cmd("SWAPDB", "x", "1"), "-ERR invalid first DB index\r\n"},
 		{cmd("MOVE", "k3", "0"), "-ERR source and destination objects are the same\r\n"},
 		{cmd("FLUSHALL", "ASYNC"), "+OK\r\n"},
