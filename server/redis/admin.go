@@ -37,7 +37,7 @@ func cmdInfo(c *client, args [][]byte) {
 		}
 	}
 	for _, a := range args[1:] {
-		switch s := strings.ToLower(string(a)); s {
+		switch s := strings.ToLower(string(cstr(a))); s {
 		case "default":
 			for _, s := range defaultInfoSections {
 				want[s] = true
@@ -487,6 +487,7 @@ var configParams = []configParam{
 		set: func(s *Server, v string) string { s.cfg.password = v; return "" }},
 	{name: "protected-mode", get: func(s *Server) string { return boolText(s.cfg.protected) },
 		set: func(s *Server, v string) string {
+			v, _, _ = strings.Cut(v, "\x00") // a C string, as Redis's yesnotoi reads it
 			switch strings.ToLower(v) {
 			case "yes":
 				s.cfg.protected = true

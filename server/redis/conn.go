@@ -971,7 +971,11 @@ func checkPassword(want, got []byte) bool {
 // parseInt parses an integer argument as Redis's string2ll does.
 func parseInt(p []byte) (int64, bool) { return string2ll(p) }
 
+// eqFold reports whether the argument p is the option name s, compared
+// as Redis's strcasecmp compares them: ignoring ASCII case, and with p a
+// C string, ending at its first NUL ("NX\x00x" is NX).
 func eqFold(p []byte, s string) bool {
+	p = cstr(p)
 	if len(p) != len(s) {
 		return false
 	}

@@ -362,7 +362,7 @@ func cmdClientList(c *client, args [][]byte) {
 	case len(args) == 2:
 		clients = c.s.allClients()
 	case len(args) == 4 && eqFold(args[2], "type"):
-		switch t := strings.ToLower(string(args[3])); t {
+		switch t := strings.ToLower(string(cstr(args[3]))); t {
 		case "normal":
 			clients = c.s.allClients()
 		case "master", "slave", "replica", "pubsub":
@@ -434,7 +434,7 @@ func cmdClientKill(c *client, args [][]byte) {
 				}
 				maxAge = n
 			case eqFold(args[i], "type"):
-				switch t := strings.ToLower(string(v)); t {
+				switch t := strings.ToLower(string(cstr(v))); t {
 				case "normal", "master", "slave", "replica", "pubsub":
 					typ = t
 				default:

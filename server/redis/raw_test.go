@@ -150,6 +150,32 @@ func TestReplies(t *testing.T) {
 	c.expectClosed()
 }
 
+// TestOptionsAreCStrings: Redis compares option names and keywords with
+// strcasecmp, as C strings, so an argument ends at its first NUL byte.
+func TestOptionsAreCStrings(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial()
+	for _, s := range []struct{ cmd, want string }{
+		{cmd("SET", "k", "v", "NX\x00x"), "+OK\r\n"},
+		{cmd("SET", "k", "w", "GET\x00", "KEEPTTL\x00"), "$1\r\nv\r\n"},
+		{cmd("SET", "k", "v", "EX\x00", "100"), "+OK\r\n"},
+		{cmd("EXPIRE", "k", "200", "GT\x00a"), ":1\r\n"},
+		{cmd("GETEX", "k", "PERSIST\x00"), "$1\r\nv\r\n"},
+		{cmd("TTL", "k"), ":-1\r\n"},
+		{cmd("COPY", "k", "k2", "DB\x00", "1", "REPLACE\x00"), ":1\r\n"},
+		{cmd("SCAN", "0", "MATCH\x00", "k", "COUNT\x00", "5"), "*2\r\n$1\r\n0\r\n*1\r\n$1\r\nk\r\n"},
+		{cmd("CLIENT", "REPLY", "ON\x00"), "+OK\r\n"},
+		{cmd("CLIENT", "LIST", "TYPE", "pubsub\x00"), "$0\r\n\r\n"},
+		{cmd("CLIENT", "KILL", "TYPE\x00", "pubsub\x00", "SKIPME", "yes\x00"), ":0\r\n"},
+		{cmd("CLIENT", "PAUSE", "0", "WRITE\x00"), "+OK\r\n"},
+		{cmd("CONFIG", "SET", "protected-mode", "yes\x00"), "+OK\r\n"},
+		{cmd("FLUSHALL", "ASYNC\x00"), "+OK\r\n"},
+		{cmd("DBSIZE"), ":0\r\n"},
+	} {
+		c.do(s.cmd, s.want)
+	}
+}
+
 func TestEngineLimits(t *testing.T) {
 	ts := startServer(t, nil)
 	c := ts.dial()
