@@ -1057,16 +1057,31 @@ func (s *Server) startMerge() bool {
 }
 
 func cmdShutdown(c *client, args [][]byte) {
+	var save, nosave, other, abort bool
 	for _, a := range args[1:] {
 		switch {
-		case eqFold(a, "nosave"), eqFold(a, "save"), eqFold(a, "now"), eqFold(a, "force"):
+		case eqFold(a, "nosave"):
+			nosave = true
+		case eqFold(a, "save"):
+			save = true
+		case eqFold(a, "now"), eqFold(a, "force"):
+			other = true
 		case eqFold(a, "abort"):
-			c.replyErr("ERR No shutdown in progress.")
-			return
+			abort = true
 		default:
 			c.replyErr(errSyntax)
 			return
 		}
+	}
+	// As in Redis, ABORT with any flag, or SAVE with NOSAVE, is a syntax
+	// error, not a shutdown.
+	if (abort && (save || nosave || other)) || (save && nosave) {
+		c.replyErr(errSyntax)
+		return
+	}
+	if abort {
+		c.replyErr("ERR No shutdown in progress.")
+		return
 	}
 	s := c.s
 	s.log.Warn("redis: SHUTDOWN requested by a client", "addr", c.addr)

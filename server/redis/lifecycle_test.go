@@ -154,6 +154,12 @@ func TestShutdownCommand(t *testing.T) {
 	ts := startServer(t, func(s *Server) { s.ShutdownFunc = func() { close(called) } })
 	c := ts.dial()
 	c.do(cmd("SHUTDOWN", "ABORT"), "-ERR No shutdown in progress.\r\n")
+	// Redis refuses these combinations rather than shut down.
+	c.do(cmd("SHUTDOWN", "SAVE", "NOSAVE"), "-ERR syntax error\r\n")
+	c.do(cmd("SHUTDOWN", "NOSAVE", "ABORT"), "-ERR syntax error\r\n")
+	c.do(cmd("SHUTDOWN", "ABORT", "NOW"), "-ERR syntax error\r\n")
+	c.do(cmd("SHUTDOWN", "ABORT", "FOO"), "-ERR syntax error\r\n")
+	c.do(cmd("PING"), "+PONG\r\n")
 	c.send(cmd("SHUTDOWN", "NOSAVE"))
 	c.expectClosed()
 	<-called
