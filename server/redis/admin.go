@@ -1165,8 +1165,17 @@ func (l *slowlog) maybeAdd(s *Server, c *client, args [][]byte, start time.Time,
 		}
 		e.args[i] = a
 	}
-	if c.cur != nil && (c.cur.name == "auth" || c.cur.name == "hello" || c.cur.name == "config|set") {
-		for i := 1; i < len(e.args); i++ {
+	// As Redis does: AUTH's and HELLO's credentials as MONITOR hides
+	// them, and the values CONFIG SET gives sensitive parameters.
+	hide := redacted(args)
+	if c.cur != nil && c.cur.name == "config|set" {
+		hide = make([]bool, len(args))
+		for i := 3; i < len(args); i += 2 {
+			hide[i] = eqFold(args[i-1], "requirepass")
+		}
+	}
+	for i := range e.args {
+		if hide != nil && hide[i] && !(n < len(args) && i == n-1) {
 			e.args[i] = []byte("(redacted)")
 		}
 	}

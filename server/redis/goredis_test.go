@@ -352,6 +352,16 @@ func TestGoRedisServer(t *testing.T) {
 	if resInt(t, rdb.Do(ctx, "SLOWLOG", "LEN")) == 0 {
 		t.Fatal("SLOWLOG LEN 0")
 	}
+	// Credentials are hidden as Redis hides them, and nothing else.
+	res(t, rdb.Do(ctx, "SLOWLOG", "RESET"))
+	res(t, rdb.Do(ctx, "HELLO", "2", "AUTH", "default", "pw", "SETNAME", "nm"))
+	res(t, rdb.Do(ctx, "CONFIG", "SET", "timeout", "0", "requirepass", ""))
+	var got []string
+	for _, l := range res(t, rdb.SlowLogGet(ctx, 3)) {
+		got = append(got, strings.Join(l.Args, " "))
+	}
+	eq(t, "SLOWLOG GET redactions", strings.Join(got, "\n"),
+		"CONFIG SET timeout 0 requirepass (redacted)\nHELLO 2 AUTH (redacted) (redacted) SETNAME nm\nSLOWLOG RESET")
 	res(t, rdb.Do(ctx, "SLOWLOG", "RESET"))
 	eq(t, "SLOWLOG LEN after RESET", resInt(t, rdb.Do(ctx, "SLOWLOG", "LEN")) <= 1, true)
 	// BGREWRITEAOF runs a merge.
