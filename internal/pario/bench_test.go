@@ -110,7 +110,15 @@ func benchRead(b *testing.B, fresh bool) {
 // on 2026-12-01), so the comparison is with the better of the two;
 // pario.ReadInto then reads it with 1, 2 and 4 workers. os.ReadFile, which
 // allocates, is a second reference.
-func BenchmarkReadInto(b *testing.B) {
+func BenchmarkReadInto(b *testing.B) { benchReadInto(b, false) }
+
+// BenchmarkReadIntoCold is BenchmarkReadInto with the file dropped from
+// the page cache before each read (untimed; posix_fadvise DONTNEED, Linux
+// only), so that every read comes from the disk: what recovery meets after
+// a reboot.
+func BenchmarkReadIntoCold(b *testing.B) { benchReadInto(b, true) }
+
+func benchReadInto(b *testing.B, cold bool) {
 	_, path, _ := benchFile(b)
 	f, err := os.Open(path)
 	if err != nil {
@@ -131,6 +139,11 @@ func BenchmarkReadInto(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(benchSize)
 			for b.Loop() {
+				if cold {
+					b.StopTimer()
+					dropCache(b, f)
+					b.StartTimer()
+				}
 				if err := read(); err != nil {
 					b.Fatal(err)
 				}
