@@ -15,6 +15,11 @@ func TestKVBadInput(t *testing.T) {
 	ts.do(t, "GET", "/v1/kv/fresh", "").want(t, 404, "not_found")
 	ts.do(t, "GET", "/v1/kv?prefix=%zz", "").want(t, 400, "invalid_argument")
 	ts.do(t, "GET", "/v1/kv?prefix=%6b", "").want(t, 200, "")
+	// A parameter given twice: which value counts would be a guess.
+	ts.do(t, "PUT", "/v1/kv/fresh?ttl=5&ttl=x", "v").want(t, 400, "invalid_argument")
+	ts.do(t, "PUT", "/v1/kv/fresh?ttl=5&ttl=5", "v").want(t, 400, "invalid_argument")
+	ts.do(t, "GET", "/v1/kv?prefix=a&prefix=b", "").want(t, 400, "invalid_argument")
+	ts.do(t, "GET", "/v1/kv/fresh", "").want(t, 404, "not_found")
 
 	// TTLs: positive whole seconds up to 100 years.
 	for _, ttl := range []string{"0", "-1", "-0", "abc", "1.5", "99999999999999999999",

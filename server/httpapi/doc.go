@@ -35,8 +35,8 @@
 // the condition. GET honours If-None-Match (304) and If-Match (412). A
 // header whose tags are not versions (If-Match: abc) is refused with 400
 // invalid_argument, as is the query string of a PUT or a listing that
-// does not parse (a bad %-escape; GET, HEAD and DELETE ignore the
-// query), a ttl outside 1 to 3153600000 seconds and an expires_at not
+// does not parse (a bad %-escape) or names a parameter twice (GET, HEAD
+// and DELETE ignore the query), a ttl outside 1 to 3153600000 seconds and an expires_at not
 // after the Unix epoch or after the year 9999. A key path with a bad %-escape never reaches the
 // handler: net/http answers it with a plain-text 400. A PUT
 // response carries the new version when it can be confirmed by reading the

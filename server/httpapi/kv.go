@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -129,12 +130,21 @@ func badPrecondition(w http.ResponseWriter, ifMatch, ifNoneMatch precondition) b
 // parseQuery parses r's query string, answering 400 if it does not parse
 // (a bad %-escape, a semicolon): r.URL.Query() drops such a pair
 // silently, so a PUT with ?ttl=%zz would store a key that never expires
-// and a listing with ?prefix=%zz would list every key.
+// and a listing with ?prefix=%zz would list every key. A parameter given
+// twice is refused too: only one of its values could count, and which
+// one a client meant is anyone's guess (?ttl=5&ttl=x stored a 5-second
+// TTL without a word about the x).
 func parseQuery(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_argument", "bad query string: "+err.Error())
 		return nil, false
+	}
+	for name, vs := range q {
+		if len(vs) > 1 {
+			writeError(w, http.StatusBadRequest, "invalid_argument", fmt.Sprintf("query parameter %q given %d times", name, len(vs)))
+			return nil, false
+		}
 	}
 	return q, true
 }
