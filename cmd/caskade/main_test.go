@@ -748,3 +748,24 @@ func TestServeIdleTimeoutAllProtocols(t *testing.T) {
 		}
 	}
 }
+
+// Serving a backup works (it is a database), but the log says that writes
+// will make restore refuse it.
+func TestServeWarnsOfABackup(t *testing.T) {
+	backup := backupOf(t, map[string]entry{"k": {val: "v"}})
+	r, err := start(t, "--dir", backup, "--redis-addr", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.log.String(), "the data directory is a backup") {
+		t.Fatalf("no warning that the directory is a backup in the log:\n%s", r.log.String())
+	}
+	r.stop(t)
+	plain, err := start(t, "--dir", t.TempDir(), "--redis-addr", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain.log.String(), "is a backup") {
+		t.Fatalf("a plain directory was called a backup:\n%s", plain.log.String())
+	}
+}

@@ -357,6 +357,13 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 	if err != nil {
 		return openErr(err, cfg.dir) // as the maintenance commands say it
 	}
+	if _, err := os.Stat(filepath.Join(cfg.dir, caskade.ManifestName)); err == nil {
+		// It opens as a database, but the first write (or merge) leaves
+		// files its manifest does not list, and restore refuses it then.
+		log.Warn("caskade: the data directory is a backup (it holds "+caskade.ManifestName+
+			"): once anything is written, caskade restore will refuse it; to serve a copy, restore it into a directory of its own",
+			"dir", cfg.dir)
+	}
 	closeDB := func() error {
 		err := db.Sync()
 		if cerr := db.Close(); err == nil {
