@@ -110,7 +110,9 @@
 // EXEC return the null array; a change to a key or range only read makes
 // the transaction run again, so its replies and writes are those of one
 // instant, as in Redis; a key that expires between the snapshot and the
-// commit counts as such a change.
+// commit counts as such a change. Queued admin commands, whose effects lie
+// outside the transaction (CLIENT KILL, CLIENT PAUSE, CONFIG SET, DEBUG,
+// BGSAVE), run once: a run again sends their first replies.
 //
 // # Ordered data: the CSK commands
 //

@@ -231,6 +231,13 @@ func cmdExec(c *client, args [][]byte) {
 	turn := &c.turn
 	defer turn.Done()
 	rflags := c.rflags
+	// The replies of the queued admin commands (CLIENT KILL, CLIENT PAUSE,
+	// CONFIG SET, DEBUG, BGSAVE ...), whose effects lie outside the
+	// transaction, from the first attempt: a retry after a conflict sends
+	// them again rather than act twice (a second CLIENT KILL of the same
+	// client would even answer 0).
+	var once [][]byte
+	c.afterExec = 0
 	for attempt := 0; ; attempt++ {
 		c.db = db0
 		c.rflags = rflags // a queued CLIENT REPLY of a failed attempt
@@ -264,9 +271,23 @@ func cmdExec(c *client, args [][]byte) {
 			c.replyArray(len(m.cmds))
 		}
 		c.execing = true
-		c.afterExec = 0
-		for _, q := range m.cmds {
-			c.runQueued(q)
+		for i, q := range m.cmds {
+			switch {
+			case !q.cmd.has(fAdmin):
+				c.runQueued(q)
+			case attempt > 0:
+				c.out = append(c.out, once[i]...)
+			default:
+				if once == nil {
+					once = make([][]byte, len(m.cmds))
+				}
+				at := len(c.out)
+				c.runQueued(q)
+				once[i] = bytes.Clone(c.out[at:])
+			}
+		}
+		if testHookExecAttempt != nil {
+			testHookExecAttempt(attempt)
 		}
 		c.execing = false
 		c.cur = exec
@@ -292,6 +313,10 @@ func cmdExec(c *client, args [][]byte) {
 	}
 	c.trk.afterCommand(exec, false)
 }
+
+// testHookExecAttempt, if set, runs when an attempt of EXEC has run its
+// commands, before it commits.
+var testHookExecAttempt func(attempt int)
 
 // runQueued executes one queued command inside EXEC, with its statistics.
 func (c *client) runQueued(q queued) {

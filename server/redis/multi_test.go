@@ -351,3 +351,56 @@ func TestClientListMultiWatch(t *testing.T) {
 		t.Fatalf("after EXEC: %s", got)
 	}
 }
+
+// An EXEC that a conflict makes run again runs its admin commands (here
+// CLIENT KILL), whose effects lie outside the transaction, only once: the
+// retry sends their first replies. Before, the second CLIENT KILL found
+// the client gone and EXEC answered 0 for a kill that had happened.
+func TestExecRetryRunsAdminCommandsOnce(t *testing.T) {
+	var db atomic.Pointer[caskade.DB]
+	var attempts atomic.Int32
+	// Set before the server starts, so that its goroutines see it; a
+	// write into the key the transaction read makes its first commit
+	// conflict.
+	testHookExecAttempt = func(attempt int) {
+		attempts.Add(1)
+		if attempt == 0 {
+			if err := db.Load().Set([]byte("n"), []byte("10")); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(func() { testHookExecAttempt = nil }) // after the server's cleanup, registered next
+	ts := startServer(t, nil)
+	db.Store(ts.db)
+	victim := ts.dial()
+	victim.send(cmd("CLIENT", "ID"))
+	victim.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := victim.br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, ":") {
+		t.Fatalf("CLIENT ID: %q %v", line, err)
+	}
+	id := strings.TrimSpace(line[1:])
+
+	c := ts.dial()
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("INCR", "n"), "+QUEUED\r\n")
+	c.do(cmd("CLIENT", "KILL", "ID", id), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*2\r\n:11\r\n:1\r\n")
+	if n := attempts.Load(); n != 2 {
+		t.Fatalf("EXEC ran %d attempts, want 2 (the first one conflicting)", n)
+	}
+	// The reply alone may not tell: the killed connection can still be
+	// listed when the retry kills it again.
+	kill, _, _ := ts.srv.cmds.lookup([][]byte{[]byte("client"), []byte("kill")}, nil)
+	if kill == nil || kill.name != "client|kill" {
+		t.Fatalf("no CLIENT KILL in the command table (%v)", kill)
+	}
+	if n := kill.calls.Load(); n != 1 {
+		t.Fatalf("CLIENT KILL ran %d times, want once", n)
+	}
+	victim.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := victim.br.ReadByte(); err == nil {
+		t.Fatal("the killed client's connection is still open")
+	}
+}
