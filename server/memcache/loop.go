@@ -315,6 +315,9 @@ func dataSize(line []byte, authed bool) (int, bool) {
 	case "set", "add", "replace", "append", "prepend", "cas":
 	case "ms":
 		at = 2 // ms <key> <datalen> <flags>*
+		if !metaLineTokenizes(body, 3) {
+			return 0, false // refused whole, its data read as commands (parseMeta)
+		}
 	default:
 		return 0, false
 	}
@@ -322,6 +325,29 @@ func dataSize(line []byte, authed bool) (int, bool) {
 		return 0, false
 	}
 	return parseDataLen(toks[at])
+}
+
+// metaLineTokenizes is parseMeta's tokenizer check on a meta command
+// line whose flags begin at token first: whether every flag token among
+// the first metaTokenizerMax tokens starts with a letter or a digit.
+func metaLineTokenizes(body []byte, first int) bool {
+	i := 0
+	for rest := body; len(rest) > 0 && i < metaTokenizerMax; {
+		if rest[0] == ' ' {
+			rest = rest[1:]
+			continue
+		}
+		j := bytes.IndexByte(rest, ' ')
+		if j < 0 {
+			j = len(rest)
+		}
+		if i >= first && !metaFlagsTokenize([][]byte{rest[:j]}) {
+			return false
+		}
+		i++
+		rest = rest[j:]
+	}
+	return true
 }
 
 // readOnlyLine reports whether a command line only reads (it may then run
