@@ -282,17 +282,8 @@ func dataSize(line []byte, authed bool) (int, bool) {
 	}
 	var toks [5][]byte
 	n := 0
-	for rest := body; len(rest) > 0 && n < len(toks); {
-		if rest[0] == ' ' {
-			rest = rest[1:]
-			continue
-		}
-		j := bytes.IndexByte(rest, ' ')
-		if j < 0 {
-			j = len(rest)
-		}
-		toks[n], n = rest[:j], n+1
-		rest = rest[j:]
+	for tok, rest := nextToken(body); tok != nil && n < len(toks); tok, rest = nextToken(rest) {
+		toks[n], n = tok, n+1
 	}
 	name := body
 	if i := bytes.IndexByte(body, ' '); i >= 0 {
@@ -332,22 +323,29 @@ func dataSize(line []byte, authed bool) (int, bool) {
 // the first metaTokenizerMax tokens starts with a letter or a digit.
 func metaLineTokenizes(body []byte, first int) bool {
 	i := 0
-	for rest := body; len(rest) > 0 && i < metaTokenizerMax; {
-		if rest[0] == ' ' {
-			rest = rest[1:]
-			continue
-		}
-		j := bytes.IndexByte(rest, ' ')
-		if j < 0 {
-			j = len(rest)
-		}
-		if i >= first && !metaFlagsTokenize([][]byte{rest[:j]}) {
+	for tok, rest := nextToken(body); tok != nil && i < metaTokenizerMax; tok, rest = nextToken(rest) {
+		if i >= first && !metaFlagsTokenize([][]byte{tok}) {
 			return false
 		}
 		i++
-		rest = rest[j:]
 	}
 	return true
+}
+
+// nextToken splits the first space-separated token off b: nil when b
+// holds only spaces.
+func nextToken(b []byte) (tok, rest []byte) {
+	for len(b) > 0 && b[0] == ' ' {
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return nil, nil
+	}
+	j := bytes.IndexByte(b, ' ')
+	if j < 0 {
+		j = len(b)
+	}
+	return b[:j], b[j:]
 }
 
 // readOnlyLine reports whether a command line only reads (it may then run
