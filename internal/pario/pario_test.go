@@ -395,17 +395,25 @@ func TestReadIntoError(t *testing.T) {
 			r := &fakeReader{data: randomBytes(base+cs*chunks, 2), fault: f}
 			ctx := pario.WithFailHook(context.Background(), f.open)
 			err := pario.ReadInto(ctx, r, make([]byte, cs*chunks), base, pario.Options{Workers: w, ChunkSize: cs})
-			if !errors.Is(err, errInjected) {
-				t.Fatalf("err = %v, want the injected error", err)
-			}
-			if want := fmt.Sprintf("pario: read at offset %d: ", failOff); !strings.HasPrefix(err.Error(), want) {
-				t.Errorf("err = %q, want prefix %q", err, want)
-			}
-			r.checkIdle(t)
-			if n := r.calls.Load(); n != int64(w) {
-				t.Errorf("%d reads, want %d (one per worker): the others did not stop", n, w)
-			}
+			checkInjectedStop(t, err, failOff, r, w)
 		})
+	}
+}
+
+// checkInjectedStop checks that a read by w workers failed with the
+// injected error at failOff and that the workers stopped there: none is
+// still inside a ReadAt, and none started one after its first.
+func checkInjectedStop(t *testing.T, err error, failOff int64, r *fakeReader, w int) {
+	t.Helper()
+	if !errors.Is(err, errInjected) {
+		t.Fatalf("err = %v, want the injected error", err)
+	}
+	if want := fmt.Sprintf("pario: read at offset %d: ", failOff); !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("err = %q, want prefix %q", err, want)
+	}
+	r.checkIdle(t)
+	if n := r.calls.Load(); n != int64(w) {
+		t.Errorf("%d reads, want %d (one per worker): the others did not stop", n, w)
 	}
 }
 
@@ -466,16 +474,7 @@ func TestReadError(t *testing.T) {
 				r := &fakeReader{data: randomBytes(size, 2), fault: f}
 				ctx := pario.WithFailHook(context.Background(), f.open)
 				_, err := op.run(ctx, r, size, pario.Options{Workers: w, ChunkSize: cs})
-				if !errors.Is(err, errInjected) {
-					t.Fatalf("err = %v, want the injected error", err)
-				}
-				if want := fmt.Sprintf("pario: read at offset %d: ", failOff); !strings.HasPrefix(err.Error(), want) {
-					t.Errorf("err = %q, want prefix %q", err, want)
-				}
-				r.checkIdle(t)
-				if n := r.calls.Load(); n != int64(w) {
-					t.Errorf("%d reads, want %d (one per worker): the others did not stop", n, w)
-				}
+				checkInjectedStop(t, err, failOff, r, w)
 				if n := r.maxInflight.Load(); n != int64(w) {
 					t.Errorf("at most %d reads at once, want %d", n, w)
 				}
