@@ -115,7 +115,9 @@
 //	412  precondition_failed
 //	413  body_too_large (over MaxBodyBytes), value_too_large,
 //	     transaction_too_large (the writes exceed what one commit takes)
-//	500  internal
+//	500  internal (a read or write failed; the message leaves out the
+//	     cause, which names the server's files, and the log has it, as
+//	     for writes_stopped and no_space)
 //	503  closed, read_only, writes_stopped, max_clients,
 //	     commit_unknown_result (the commit may or may not have been
 //	     applied: read the keys before trying again)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"syscall"
 
 	"github.com/caskade/caskade"
@@ -75,11 +76,28 @@ func dbErrorStatus(err error) (int, string) {
 	return http.StatusInternalServerError, "internal"
 }
 
-func writeDBError(w http.ResponseWriter, err error) {
+func (s *Server) writeDBError(w http.ResponseWriter, err error) {
 	status, code := dbErrorStatus(err)
-	msg := err.Error()
-	if code == "not_found" {
-		msg = "key not found"
+	writeError(w, status, code, s.errMessage(code, err))
+}
+
+// errMessage is the message of an error reply with code for err. The
+// errors of a failed read or write name the server's files and system
+// errors; a client has no use for them, so those replies say what
+// happened and the server's log has the cause (the database logs the
+// error that stopped its writes itself).
+func (s *Server) errMessage(code string, err error) string {
+	switch code {
+	case "not_found":
+		return "key not found"
+	case "internal":
+		s.log.Error("httpapi: request failed", "err", err)
+		return "internal error (the server's log has the cause)"
+	case "writes_stopped":
+		return "writes stopped after a storage error (the server's log has the cause)"
+	case "no_space":
+		s.log.Warn("httpapi: write refused", "err", err)
+		return "the disk is full: the write was refused whole"
 	}
-	writeError(w, status, code, msg)
+	return strings.TrimPrefix(err.Error(), "caskade: ")
 }

@@ -212,7 +212,7 @@ func (s *Server) kvGet(w http.ResponseWriter, r *http.Request, key []byte) {
 	val, info, err := s.DB.Lookup(key)
 	exists := err == nil
 	if err != nil && !errors.Is(err, caskade.ErrNotFound) {
-		writeDBError(w, err)
+		s.writeDBError(w, err)
 		return
 	}
 	ifMatch := parsePrecondition(r.Header, "If-Match")
@@ -340,7 +340,7 @@ func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, key []byte) {
 		}
 	}
 	if err != nil {
-		writeDBError(w, err)
+		s.writeDBError(w, err)
 		return
 	}
 	if v := s.versionOf(key, body, opts.Flags); v != 0 {
@@ -401,7 +401,7 @@ func (s *Server) kvDelete(w http.ResponseWriter, r *http.Request, key []byte) {
 		}
 	}
 	if err != nil {
-		writeDBError(w, err)
+		s.writeDBError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -219,8 +219,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		// the other endpoints, rather than a 200 that a client checking
 		// only the status would take for a complete listing.
 		bw.Reset(w)
-		writeDBError(w, iterErr)
-		s.log.Warn("httpapi: listing failed", "err", iterErr)
+		s.writeDBError(w, iterErr)
 		return
 	}
 	bw.WriteString(`],"count":`)
@@ -236,10 +235,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	}
 	if iterErr != nil {
 		_, code := dbErrorStatus(iterErr)
-		b, _ := json.Marshal(errorDetail{Code: code, Message: iterErr.Error()})
+		b, _ := json.Marshal(errorDetail{Code: code, Message: s.errMessage(code, iterErr)})
 		bw.WriteString(`,"error":`)
 		bw.Write(b)
-		s.log.Warn("httpapi: listing failed", "err", iterErr)
 	}
 	bw.WriteString("}\n")
 }

@@ -4,10 +4,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -262,5 +264,61 @@ func TestListHugeLimit(t *testing.T) {
 	}
 	for _, l := range []string{"-" + huge, "1.5", `"3"`} {
 		ts.do(t, "POST", "/v1/txn", `{"success":[{"range":{"key":"k","limit":`+l+`}}]}`).want(t, 400, "")
+	}
+}
+
+// logBuffer collects a Server's log; the handlers write it from their own
+// goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A failed read answers 500 internal without its cause, which names the
+// server's files (and here its directory); the cause goes to the log.
+func TestInternalErrorCauseStaysInLog(t *testing.T) {
+	const dir = "/srv/secret-dir"
+	efs := errorfs.New(vfs.NewMem())
+	db, err := caskade.Open(dir, &caskade.Options{FS: efs, Sync: caskade.SyncNone, MergeInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for i := range 50 {
+		if err := db.Set(fmt.Appendf(nil, "k%02d", i), []byte(strings.Repeat("v", 2000))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var log logBuffer
+	ts := startServer(t, func(s *Server) {
+		s.DB = db
+		s.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	efs.Inject(errorfs.OpRead, syscall.EIO)
+	for _, path := range []string{"/v1/kv/k01", "/v1/kv"} {
+		if r := ts.do(t, "GET", path, "").want(t, 500, "internal"); strings.Contains(r.body, "secret-dir") || strings.Contains(r.body, "input/output") {
+			t.Errorf("GET %s: the reply carries the cause: %s", path, r.body)
+		}
+	}
+	efs.Reset()
+	efs.InjectAfter(errorfs.OpRead, 40, syscall.EIO)
+	if lr := ts.list(t, url.Values{}); lr.Error == nil || lr.Error.Code != "internal" || strings.Contains(lr.Error.Message, "secret-dir") {
+		t.Errorf("listing failing midway: error %+v", lr.Error)
+	}
+	efs.Reset()
+	if got := log.String(); strings.Count(got, "secret-dir") < 3 || !strings.Contains(got, "input/output error") {
+		t.Errorf("the log lacks the causes:\n%s", got)
 	}
 }

@@ -526,12 +526,12 @@ func allowMethods(w http.ResponseWriter, r *http.Request, methods ...string) boo
 func (s *Server) readyz(w http.ResponseWriter) {
 	tx, err := s.DB.Begin()
 	if err != nil {
-		writeDBError(w, err)
+		s.writeDBError(w, err)
 		return
 	}
 	tx.Rollback()
 	if werr := s.DB.Stats().WriteError; werr != nil {
-		writeError(w, http.StatusServiceUnavailable, "writes_stopped", werr.Error())
+		writeError(w, http.StatusServiceUnavailable, "writes_stopped", s.errMessage("writes_stopped", werr))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

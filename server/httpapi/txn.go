@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/caskade/caskade"
@@ -611,7 +610,7 @@ func (s *Server) txn(w http.ResponseWriter, r *http.Request) {
 		if code == "precondition_failed" {
 			status, code = http.StatusConflict, "conflict"
 		}
-		writeError(w, status, code, strings.TrimPrefix(err.Error(), "caskade: "))
+		writeError(w, status, code, s.errMessage(code, err))
 		return
 	}
 	resp.Version = run.CommittedVersion()
