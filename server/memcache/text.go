@@ -135,11 +135,17 @@ func ttlSeconds(exp time.Time, now time.Time) int64 {
 	if exp.IsZero() {
 		return -1
 	}
-	d := exp.Sub(now)
-	if d <= 0 {
+	if !exp.After(now) {
 		return 0
 	}
-	return int64((d + time.Second - 1) / time.Second)
+	// In whole seconds and nanoseconds rather than a time.Duration, which
+	// saturates at 292 years: a Redis PEXPIREAT can set an expiry
+	// thousands of years ahead.
+	s := exp.Unix() - now.Unix()
+	if exp.Nanosecond() > now.Nanosecond() {
+		s++
+	}
+	return s
 }
 
 func appendUint(b []byte, n uint64) []byte { return strconv.AppendUint(b, n, 10) }

@@ -1024,3 +1024,27 @@ func TestCursorSkipLimit(t *testing.T) {
 	c.do("get ?type=cursor&prefix=p:&start=p:a%00\r\n", errCursorSkips+"\r\n")
 	c.do("get ?type=cursor&prefix=p:&start=p:b%209%00\r\n", "VALUE p:c 0 1\r\nv\r\nEND\r\n")
 }
+
+// TestTTLFarAhead: an expiry more than 292 years ahead (which a Redis
+// PEXPIREAT can set, and which a time.Duration cannot hold) is reported
+// by mg t as the seconds left, not a negative
+// number that reads as "never expires" or "expired".
+func TestTTLFarAhead(t *testing.T) {
+	ts := startServer(t)
+	exp := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := ts.db.SetEntry([]byte("far"), []byte("v"), caskade.SetOptions{ExpiresAt: exp}); err != nil {
+		t.Fatal(err)
+	}
+	c := ts.dial(t)
+	before := time.Now()
+	c.send("mg far t\r\n")
+	l := c.line()
+	after := time.Now()
+	var ttl int64
+	if _, err := fmt.Sscanf(l, "HD t%d\r\n", &ttl); err != nil {
+		t.Fatalf("mg far t: %q: %v", l, err)
+	}
+	if lo, hi := exp.Unix()-after.Unix()-1, exp.Unix()-before.Unix()+1; ttl < lo || ttl > hi {
+		t.Fatalf("mg far t: ttl %d, want %d..%d", ttl, lo, hi)
+	}
+}
