@@ -90,6 +90,13 @@
 // 256 MiB); keys created in either database while it runs are left where
 // they were written.
 //
+// The memcached front end stores client flags beside a key's value. A
+// command that changes a value in place, its expiry or its key (APPEND,
+// SETRANGE, INCR and its kin, INCRBYFLOAT, EXPIRE and its kin, PERSIST,
+// GETEX, RENAME, RENAMENX, COPY, MOVE, SWAPDB) keeps them, as memcached's
+// append, incr and touch do; one that sets a new value (SET, even with
+// KEEPTTL, GETSET, MSET, ...) clears them, as an HTTP PUT does.
+//
 // # Atomicity and transactions
 //
 // Every command runs against the database with its writes buffered, and

@@ -127,7 +127,7 @@ func (c *client) expireGeneric(args [][]byte, basetime int64, seconds bool) {
 	if when <= c.st.nowMs {
 		c.st.del(k)
 	} else {
-		c.st.set(k, e.val, when)
+		c.st.setKeep(k, e.val, when, e)
 	}
 	c.replyInt(1)
 }
@@ -171,7 +171,7 @@ func cmdPersist(c *client, args [][]byte) {
 		c.replyInt(0)
 		return
 	}
-	c.st.set(k, e.val, 0)
+	c.st.setKeep(k, e.val, 0, e)
 	c.replyInt(1)
 }
 
@@ -218,7 +218,7 @@ func (c *client) renameGeneric(args [][]byte, nx bool) {
 		c.replyInt(0)
 		return
 	}
-	c.st.set(dst, e.val, e.exp)
+	c.st.setKeep(dst, e.val, e.exp, e)
 	c.st.del(src)
 	if nx {
 		c.replyInt(1)
@@ -297,7 +297,7 @@ func cmdCopy(c *client, args [][]byte) {
 		c.replyInt(0)
 		return
 	}
-	c.st.set(dst, e.val, e.exp)
+	c.st.setKeep(dst, e.val, e.exp, e)
 	c.replyInt(1)
 }
 
@@ -336,7 +336,7 @@ func cmdMove(c *client, args [][]byte) {
 		c.replyInt(0)
 		return
 	}
-	c.st.set(dst, e.val, e.exp)
+	c.st.setKeep(dst, e.val, e.exp, e)
 	c.st.del(src)
 	c.replyInt(1)
 }
@@ -367,8 +367,7 @@ func cmdSwapdb(c *client, args [][]byte) {
 	c.st.useSnapshot()
 	type kv struct {
 		key []byte // user key
-		val []byte
-		exp int64
+		e   entry
 	}
 	var total int64
 	collect := func(db int) ([]kv, bool) {
@@ -394,7 +393,8 @@ func cmdSwapdb(c *client, args [][]byte) {
 				c.replyDBError(err)
 				return nil, false
 			}
-			out[i].val, out[i].exp = bytes.Clone(e.val), e.exp
+			e.val = bytes.Clone(e.val)
+			out[i].e = e
 		}
 		return out, true
 	}
@@ -430,10 +430,10 @@ func cmdSwapdb(c *client, args [][]byte) {
 		c.st.del(c.st.enc(b, x.key))
 	}
 	for _, x := range ka {
-		c.st.set(c.st.enc(b, x.key), x.val, x.exp)
+		c.st.setKeep(c.st.enc(b, x.key), x.e.val, x.e.exp, x.e)
 	}
 	for _, x := range kb {
-		c.st.set(c.st.enc(a, x.key), x.val, x.exp)
+		c.st.setKeep(c.st.enc(a, x.key), x.e.val, x.e.exp, x.e)
 	}
 	c.replyOK()
 }

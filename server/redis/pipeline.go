@@ -91,7 +91,9 @@ func (c *client) deferCommit(cmd *command, mark int) {
 			o := &st.ops[i]
 			switch o.kind {
 			case opSet:
-				if o.exp == 0 {
+				if o.flags != 0 {
+					b.SetEntry(o.key, o.val, o.setOptions())
+				} else if o.exp == 0 {
 					b.Set(o.key, o.val)
 				} else {
 					b.SetWithExpiry(o.key, o.val, time.UnixMilli(o.exp))

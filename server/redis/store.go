@@ -54,6 +54,7 @@ type wop struct {
 	end      []byte // opDelRange; nil: to the end of the key space
 	exp      int64  // Unix ms; 0: none
 	delta    int64  // opAdd
+	flags    uint32 // opSet: memcached client flags (caskade.SetOptions.Flags)
 }
 
 // readRec is the version a key had when a command or transaction read it
@@ -182,6 +183,11 @@ type entry struct {
 	exp   int64  // Unix ms, 0: none
 	size  int
 	found bool
+	// flags are the memcached client flags stored beside the value (read
+	// with it: 0 when only stat'ed). Commands that change a value in
+	// place, its expiry or its key keep them, as memcached's append,
+	// incr and touch do; those that set a new value clear them.
+	flags uint32
 }
 
 // overlay returns the state of k in the buffered writes: decided is false
@@ -221,7 +227,7 @@ func (st *store) overlay(k []byte) (e entry, decided bool) {
 	if o.kind != opSet || (o.exp != 0 && o.exp <= st.nowMs) {
 		return entry{}, true
 	}
-	return entry{val: o.val, exp: o.exp, size: len(o.val), found: true}, true
+	return entry{val: o.val, exp: o.exp, size: len(o.val), found: true, flags: o.flags}, true
 }
 
 func inRange(k, begin, end []byte) bool {
@@ -239,10 +245,7 @@ func (st *store) get(k []byte) (entry, error) {
 		err  error
 	)
 	if st.snap != nil {
-		info, err = st.snap.Stat(k)
-		if err == nil {
-			v, err = st.snap.Get(k)
-		}
+		v, info, err = st.snap.Lookup(k)
 	} else {
 		v, info, err = st.db.Lookup(k)
 	}
@@ -252,7 +255,7 @@ func (st *store) get(k []byte) (entry, error) {
 // stat reads the expiry and size of encoded key k, without its value.
 func (st *store) stat(k []byte) (entry, error) {
 	if e, ok := st.overlay(k); ok {
-		e.val = nil
+		e.val, e.flags = nil, 0
 		return e, nil
 	}
 	var (
@@ -276,7 +279,7 @@ func (st *store) found(k, v []byte, info caskade.KeyInfo, err error, withValue b
 		return entry{}, err
 	}
 	st.noteRead(k, info.Version)
-	e := entry{val: v, size: info.ValueSize, found: true}
+	e := entry{val: v, size: info.ValueSize, found: true, flags: info.Flags}
 	if withValue && v == nil {
 		e.val = []byte{}
 	}
@@ -322,6 +325,12 @@ func (st *store) set(k, v []byte, exp int64) {
 	st.addOp(wop{kind: opSet, key: k, val: v, exp: exp})
 }
 
+// setKeep is set keeping the memcached client flags of e, what a read of
+// k found: for writes that change a value in place, its expiry or its key.
+func (st *store) setKeep(k, v []byte, exp int64, e entry) {
+	st.addOp(wop{kind: opSet, key: k, val: v, exp: exp, flags: e.flags})
+}
+
 func (st *store) del(k []byte) {
 	st.addOp(wop{kind: opDel, key: k})
 }
@@ -334,6 +343,15 @@ func (st *store) add(k []byte, delta int64) {
 
 func (st *store) delRange(begin, end []byte) {
 	st.addOp(wop{kind: opDelRange, key: begin, end: end})
+}
+
+// setOptions returns the expiry and flags of an opSet.
+func (o *wop) setOptions() caskade.SetOptions {
+	so := caskade.SetOptions{Flags: o.flags}
+	if o.exp != 0 {
+		so.ExpiresAt = time.UnixMilli(o.exp)
+	}
+	return so
 }
 
 // check adds a condition to the commit: k must be at version ver.
@@ -356,6 +374,9 @@ func (st *store) commit() error {
 		o := &st.ops[0]
 		switch o.kind {
 		case opSet:
+			if o.flags != 0 {
+				return st.db.SetEntry(o.key, o.val, o.setOptions())
+			}
 			if o.exp == 0 {
 				return st.db.Set(o.key, o.val)
 			}
@@ -379,7 +400,9 @@ func (st *store) commit() error {
 		o := &st.ops[i]
 		switch o.kind {
 		case opSet:
-			if o.exp == 0 {
+			if o.flags != 0 {
+				b.SetEntry(o.key, o.val, o.setOptions())
+			} else if o.exp == 0 {
 				b.Set(o.key, o.val)
 			} else {
 				b.SetWithExpiry(o.key, o.val, time.UnixMilli(o.exp))

@@ -239,9 +239,9 @@ func cmdGetex(c *client, args [][]byte) {
 	case flags&(setEXAT|setPXAT) != 0 && exp <= c.st.nowMs:
 		c.st.del(k)
 	case expire != nil:
-		c.st.set(k, e.val, exp)
+		c.st.setKeep(k, e.val, exp, e)
 	case flags&setPersist != 0 && e.exp != 0:
-		c.st.set(k, e.val, 0)
+		c.st.setKeep(k, e.val, 0, e)
 	}
 }
 
@@ -346,7 +346,7 @@ func cmdAppend(c *client, args [][]byte) {
 	}
 	v := make([]byte, 0, len(e.val)+len(args[2]))
 	v = append(append(v, e.val...), args[2]...)
-	c.st.set(k, v, e.exp)
+	c.st.setKeep(k, v, e.exp, e)
 	c.replyInt(int64(len(v)))
 }
 
@@ -414,7 +414,7 @@ func cmdSetrange(c *client, args [][]byte) {
 	v := make([]byte, n)
 	copy(v, e.val)
 	copy(v[offset:], val)
-	c.st.set(k, v, e.exp)
+	c.st.setKeep(k, v, e.exp, e)
 	c.replyInt(n)
 }
 
@@ -494,7 +494,7 @@ func (c *client) incrDecr(key []byte, incr int64) {
 		c.replyErr(errOverflow)
 		return
 	}
-	c.st.set(k, c.st.keepInt(v), e.exp)
+	c.st.setKeep(k, c.st.keepInt(v), e.exp, e)
 	c.replyInt(v)
 }
 
@@ -522,6 +522,6 @@ func cmdIncrbyfloat(c *client, args [][]byte) {
 		return
 	}
 	s := []byte(formatLongDouble(v))
-	c.st.set(k, s, e.exp)
+	c.st.setKeep(k, s, e.exp, e)
 	c.replyBulk(s)
 }
