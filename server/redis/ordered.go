@@ -860,7 +860,26 @@ func (c *client) txIncr(key []byte, incr int64) {
 		c.replyErr(errOverflow)
 		return
 	}
-	c.tx.tx.Set(c.k(key), strconv.AppendInt(nil, v, 10))
+	nv, k := strconv.AppendInt(nil, v, 10), c.k(key)
+	switch {
+	case !found:
+		c.tx.tx.Set(k, nv)
+	// INCR keeps the key's TTL (and the memcached flags beside its
+	// value), which Set would clear. The transaction read cur (a read
+	// conflict: the commit fails if the key changed since), so an atomic
+	// byte-max or byte-min with the new number, which keeps both, stores
+	// exactly nv.
+	case bytes.Compare(nv, cur) > 0:
+		c.tx.tx.ByteMax(k, nv)
+	case bytes.Compare(nv, cur) < 0:
+		c.tx.tx.ByteMin(k, nv)
+	default:
+		// INCRBY 0 still writes the key, as in Redis (a WATCH of it
+		// fails), but an atomic op that leaves a value unchanged writes
+		// nothing: empty the value (byte-min with "") and store nv again.
+		c.tx.tx.ByteMin(k, nil)
+		c.tx.tx.ByteMax(k, nv)
+	}
 	c.txWrote(key)
 	c.replyInt(v)
 }

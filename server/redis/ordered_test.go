@@ -1073,3 +1073,47 @@ func TestCskTxRangeLastDatabase(t *testing.T) {
 		t.Fatalf("COMMIT after a write at the end of the range = %v, want %s", err, conflictErr)
 	}
 }
+
+// TestCskTxIncrKeepsTTL: INCR and its kin inside CSK.BEGIN keep the key's
+// TTL and memcached flags, as they do outside a transaction and in Redis;
+// a key the transaction set itself, or created, gets none.
+func TestCskTxIncrKeepsTTL(t *testing.T) {
+	ts := startServer(t, nil)
+	exp := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	if err := ts.db.SetEntry([]byte("n"), []byte("10"), caskade.SetOptions{ExpiresAt: exp, Flags: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.db.SetEntry([]byte("m"), []byte("10"), caskade.SetOptions{ExpiresAt: exp}); err != nil {
+		t.Fatal(err)
+	}
+	c := ts.dial()
+	c.do(cmd("CSK.BEGIN"), "+OK\r\n")
+	c.do(cmd("INCR", "n"), ":11\r\n")
+	c.do(cmd("DECRBY", "n", "5"), ":6\r\n")
+	c.do(cmd("SET", "m", "1"), "+OK\r\n")
+	c.do(cmd("INCR", "m"), ":2\r\n")
+	c.do(cmd("INCRBY", "new", "3"), ":3\r\n")
+	c.do(cmd("CSK.COMMIT"), "+OK\r\n")
+	// INCRBY 0 writes the key too, as in Redis.
+	_, before, err := ts.db.Lookup([]byte("n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.do(cmd("CSK.BEGIN"), "+OK\r\n")
+	c.do(cmd("INCRBY", "n", "0"), ":6\r\n")
+	c.do(cmd("CSK.COMMIT"), "+OK\r\n")
+	for _, w := range []struct {
+		key, val string
+		exp      time.Time
+		flags    uint32
+	}{{"n", "6", exp, 7}, {"m", "2", time.Time{}, 0}, {"new", "3", time.Time{}, 0}} {
+		v, info, err := ts.db.Lookup([]byte(w.key))
+		if err != nil || string(v) != w.val || !info.ExpiresAt.Equal(w.exp) || info.Flags != w.flags {
+			t.Errorf("%s = %q expires %v flags %d (%v), want %q expires %v flags %d",
+				w.key, v, info.ExpiresAt, info.Flags, err, w.val, w.exp, w.flags)
+		}
+		if w.key == "n" && info.Version <= before.Version {
+			t.Errorf("INCRBY 0 left n at version %d", info.Version)
+		}
+	}
+}
