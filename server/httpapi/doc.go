@@ -39,9 +39,8 @@
 // and DELETE ignore the query), a ttl outside 1 to 3153600000 seconds and an expires_at not
 // after the Unix epoch or after the year 9999. A key path with a bad %-escape never reaches the
 // handler: net/http answers it with a plain-text 400. A PUT
-// response carries the new version when it can be confirmed by reading the
-// key back (the engine does not report a batch's commit version); if the
-// key was overwritten in between, the headers are left out.
+// response carries the version its own commit gave the key, even if
+// another write has changed the key since.
 //
 // # Listings
 //

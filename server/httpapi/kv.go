@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -343,7 +342,7 @@ func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, key []byte) {
 		s.writeDBError(w, err)
 		return
 	}
-	if v := s.versionOf(key, body, opts.Flags); v != 0 {
+	if v := b.Version(); v != 0 {
 		w.Header().Set("ETag", etagOf(v))
 		w.Header().Set(HeaderVersion, strconv.FormatUint(v, 10))
 	}
@@ -352,18 +351,6 @@ func (s *Server) kvPut(w http.ResponseWriter, r *http.Request, key []byte) {
 	} else {
 		w.WriteHeader(http.StatusNoContent)
 	}
-}
-
-// versionOf returns the version of key if it still holds value and flags
-// (as just written), else 0: the engine does not report the version a
-// Batch committed at, and reporting a later writer's version for other
-// bytes would let a conditional write overwrite data the client never saw.
-func (s *Server) versionOf(key, value []byte, flags uint32) uint64 {
-	v, info, err := s.DB.Lookup(key)
-	if err != nil || info.Flags != flags || !bytes.Equal(v, value) {
-		return 0
-	}
-	return info.Version
 }
 
 func (s *Server) kvDelete(w http.ResponseWriter, r *http.Request, key []byte) {
