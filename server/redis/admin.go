@@ -348,13 +348,16 @@ func (s *Server) keyspace(st caskade.Stats) []keyspaceStat {
 	}
 	it, err := s.DB.NewIterator(&caskade.IterOptions{LowerBound: []byte{dbPrefixByte}})
 	if err == nil {
-		now := time.Now()
+		nowMs := time.Now().UnixMilli()
 		cur := keyspaceStat{db: -1}
-		var ttlSum int64
+		// A sum of milliseconds in int64 would overflow with a thousand
+		// keys that expire a few hundred years ahead (PEXPIREAT allows
+		// it); an average needs no more than a float's precision.
+		var ttlSum float64
 		flush := func() {
 			if cur.db > 0 && cur.keys > 0 {
 				if cur.expires > 0 {
-					cur.avgTTL = ttlSum / cur.expires
+					cur.avgTTL = int64(ttlSum / float64(cur.expires))
 				}
 				out = append(out, cur)
 			}
@@ -372,7 +375,7 @@ func (s *Server) keyspace(st caskade.Stats) []keyspaceStat {
 			cur.keys++
 			if !info.ExpiresAt.IsZero() {
 				cur.expires++
-				ttlSum += max(info.ExpiresAt.Sub(now).Milliseconds(), 0)
+				ttlSum += float64(max(info.ExpiresAt.UnixMilli()-nowMs, 0))
 			}
 		}
 		flush()
