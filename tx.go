@@ -1310,11 +1310,11 @@ func (tx *Tx) Commit() (err error) {
 		return err
 	}
 	tx.committed = v
-	// The commit armed the watches; those whose key changed since the
-	// transaction read it, or that its own writes after the watch
-	// changed, fire now.
+	// The commit armed the watches; those whose key's value differs now
+	// from the one they saw (changed by another transaction since the read
+	// version, or by this one's writes after the watch) fire now.
 	for _, w := range tx.watches {
-		if tx.wroteAfter(w) || (!w.own && tx.changedSinceRead(w.key)) {
+		if tx.db.watchChanged(w) {
 			tx.db.fireWatch(w, nil)
 		}
 	}
@@ -1408,30 +1408,42 @@ type Watch struct {
 	ch   chan struct{}
 	err  error
 	done bool
-	// own: the transaction had written key when it set the watch up, so
-	// the value the watch compares with is its own, not the one at the
-	// read version. opsAt: how many mutations it had made then.
-	own   bool
-	opsAt int
+	// val and present: key's value as the transaction saw it when it set
+	// the watch up (the read version's, or its own write's); the watch
+	// fires once the database's differs.
+	val     []byte
+	present bool
 }
 
 // Watch returns a watch on key that becomes active when the transaction
 // commits. As in FoundationDB, it compares with key's value as the
 // transaction saw it when it set the watch up (the read version's, or its
-// own write's): it fires at commit if key changed since (by another
-// transaction's commit, or by this one's own writes after the watch), and
-// otherwise after the next commit that changes key. If the transaction
+// own write's, read without a conflict): it fires at commit if the value
+// differs by then (changed by another transaction's commit, or by this
+// one's own writes after the watch), and otherwise once a commit, or the
+// key's expiry, makes it differ. A commit that writes the same value, or
+// clears a key that was absent, does not fire it; a change undone before
+// the watch looks (A to B and back) may not either. If the transaction
 // fails (for any reason, including an invalid mutation or its lifetime), the
 // watch reports the error; a watch of a finished transaction reports
-// ErrTransactionDone.
+// ErrTransactionDone, and one of a key whose value the transaction cannot
+// read (see SetVersionstampedValue) ErrAccessedUnreadable.
 func (tx *Tx) Watch(key []byte) *Watch {
 	// Subscribe here, never in the commit leader, which arms watches.
 	tx.db.watchOnce.Do(func() { tx.db.Subscribe(tx.db.fireWatches) })
-	_, own := tx.written(key)
-	w := &Watch{db: tx.db, key: string(key), ch: make(chan struct{}), own: own || tx.cleared(key), opsAt: len(tx.ops)}
-	if tx.done {
+	w := &Watch{db: tx.db, key: string(key), ch: make(chan struct{})}
+	err := tx.usable()
+	if err == nil {
+		err = tx.readable(key)
+	}
+	if err == nil {
+		var v []byte
+		v, w.present, err = tx.value(key)
+		w.val = bytes.Clone(v)
+	}
+	if err != nil {
 		// Nothing would ever arm or fail it.
-		w.done, w.err = true, ErrTransactionDone
+		w.done, w.err = true, err
 		close(w.ch)
 		return w
 	}
@@ -1439,41 +1451,17 @@ func (tx *Tx) Watch(key []byte) *Watch {
 	return w
 }
 
-// wroteAfter reports whether the committed transaction wrote w's key
-// after setting w up.
-func (tx *Tx) wroteAfter(w *Watch) bool {
-	key := []byte(w.key)
-	for _, o := range tx.ops[w.opsAt:] {
-		switch o.kind {
-		case opSet, opDelete, opAtomic, opSetVSValue:
-			if bytes.Equal(o.key, key) {
-				return true
-			}
-		case opDeleteRange:
-			if (keyRange{o.key, o.value}).contains(key) {
-				return true
-			}
-		case opSetVSKey:
-			if k, ok := fillVersionstamp(o.key, versionstamp(tx.committed)); ok && bytes.Equal(k, key) {
-				return true
-			}
-		}
+// watchChanged reports whether w's key has now another value in the
+// database than the one w compares with (or whether that cannot be told).
+func (db *DB) watchChanged(w *Watch) bool {
+	v, err := db.Get([]byte(w.key))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return w.present
+	case err != nil:
+		return true // let the caller look
 	}
-	return false
-}
-
-// changedSinceRead reports whether key's entry now differs from the one
-// the transaction read at its read version.
-func (tx *Tx) changedSinceRead(k string) bool {
-	db, key := tx.db, []byte(k)
-	was, had := tx.v.lookup(key)
-	db.mu.RLock()
-	now, has := db.tree.Get(key)
-	db.mu.RUnlock()
-	if has && now.Expired(db.nowMs()) {
-		has = false
-	}
-	return had != has || (has && now.Version != was.Version)
+	return !w.present || !bytes.Equal(v, w.val)
 }
 
 // Wait blocks until the watch fires, the context ends or the watch fails.
@@ -1499,7 +1487,7 @@ func (tx *Tx) armWatches() {
 	db := tx.db
 	for _, w := range tx.watches {
 		db.addWatch(w)
-		if tx.changedSinceRead(w.key) {
+		if db.watchChanged(w) {
 			db.fireWatch(w, nil)
 		}
 	}
@@ -1525,16 +1513,21 @@ func (db *DB) addWatch(w *Watch) {
 	db.watches[w.key] = append(db.watches[w.key], w)
 }
 
-// fireWatches is the commit subscription behind watches.
+// fireWatches is the commit subscription behind watches: the watches of
+// the keys a commit touched fire if the value now differs from theirs.
+// The value is read after the commit is visible, outside watchMu, so a
+// later commit that changes it again finds the watch still armed.
 func (db *DB) fireWatches(keys [][]byte) {
+	var touched []*Watch
 	db.watchMu.Lock()
-	defer db.watchMu.Unlock()
 	for _, k := range keys {
-		for _, w := range db.watches[string(k)] {
-			w.done = true
-			close(w.ch)
+		touched = append(touched, db.watches[string(k)]...)
+	}
+	db.watchMu.Unlock()
+	for _, w := range touched {
+		if db.watchChanged(w) {
+			db.fireWatch(w, nil)
 		}
-		delete(db.watches, string(k))
 	}
 }
 
