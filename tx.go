@@ -27,7 +27,10 @@ import (
 // for concurrent use.
 //
 // Mutations (Set, Clear, atomic operations, ...) report invalid input, such
-// as an oversized key, when the transaction commits.
+// as an oversized key, when the transaction commits. Once the transaction
+// has ended (Commit, Rollback), every method that returns an error fails
+// with ErrTransactionDone (FoundationDB's used_during_commit), so a write
+// made after the end is never lost without one.
 type Tx struct {
 	db    *DB
 	v     *view
@@ -1043,6 +1046,10 @@ func (tx *Tx) mutation(o op) bool {
 		tx.fail(ErrTransactionDone)
 		return false
 	}
+	if tx.readOnly {
+		tx.fail(fmt.Errorf("%w: a write in ReadTransact, which never commits", ErrInvalidOperation))
+		return false
+	}
 	switch {
 	case len(o.key) > tx.db.opts.MaxKeySize:
 		tx.fail(fmt.Errorf("%w: %d bytes, limit %d", ErrKeyTooLarge, len(o.key), tx.db.opts.MaxKeySize))
@@ -1368,7 +1375,9 @@ func (db *DB) Transact(ctx context.Context, fn func(tx *Tx) error) error {
 
 // ReadTransact runs fn in a transaction that is never committed: a
 // consistent read of the database at one version. Retryable errors
-// (ErrTransactionTooOld) are retried as Transact does.
+// (ErrTransactionTooOld) are retried as Transact does. A mutation in fn
+// (Set, Clear, an atomic operation, ...) makes ReadTransact fail with
+// ErrInvalidOperation rather than drop it.
 func (db *DB) ReadTransact(ctx context.Context, fn func(tx *Tx) error) error {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -1379,6 +1388,9 @@ func (db *DB) ReadTransact(ctx context.Context, fn func(tx *Tx) error) error {
 		tx := db.beginTx(false)
 		tx.readOnly = true
 		err := runTx(tx, fn)
+		if err == nil {
+			err = tx.err // a write, lost unless reported
+		}
 		tx.Rollback()
 		if err == nil || !IsRetryable(err) {
 			return err
