@@ -1553,6 +1553,10 @@ func (db *DB) fireWatch(w *Watch, err error) {
 	close(w.ch)
 	ws := db.watches[w.key]
 	if i := slices.Index(ws, w); i >= 0 {
-		db.watches[w.key] = slices.Delete(ws, i, i+1)
+		if ws = slices.Delete(ws, i, i+1); len(ws) == 0 {
+			delete(db.watches, w.key)
+		} else {
+			db.watches[w.key] = ws
+		}
 	}
 }

@@ -144,3 +144,32 @@ func TestWatchOfUnreadableKey(t *testing.T) {
 		t.Fatalf("watch of an unreadable key: %v", err)
 	}
 }
+
+// A watch that fired or was cancelled leaves nothing behind for its key:
+// a program that watches many keys in turn does not grow the table.
+func TestWatchLeavesNoEntry(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	for i := range 3 {
+		key := []byte{'k', byte('0' + i)}
+		tx, _ := db.Begin()
+		w1, w2 := tx.Watch(key), tx.Watch(key)
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		w1.Cancel()
+		if i%2 == 0 {
+			w2.Cancel()
+		} else {
+			db.Set(key, []byte("v"))
+		}
+		if err := w2.Wait(context.Background()); err != nil && !errors.Is(err, ErrOperationCancelled) {
+			t.Fatal(err)
+		}
+	}
+	db.watchMu.Lock()
+	n := len(db.watches)
+	db.watchMu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d keys left in the watch table", n)
+	}
+}
