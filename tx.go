@@ -26,11 +26,14 @@ import (
 // Read-only transactions and blind writes never conflict. A Tx is not safe
 // for concurrent use.
 //
-// Mutations (Set, Clear, atomic operations, ...) report invalid input, such
-// as an oversized key, when the transaction commits. Once the transaction
-// has ended (Commit, Rollback), every method that returns an error fails
-// with ErrTransactionDone (FoundationDB's used_during_commit), so a write
-// made after the end is never lost without one.
+// Mutations (Set, Clear, atomic operations, ...) return no error: one
+// refused (an oversized key, an inverted range, a write after the end)
+// fails the transaction instead, as FoundationDB's deferred errors do:
+// every read after it (Get, GetKey, range reads and their iterators'
+// next steps, Watch) and Commit return its error, so a refused write is
+// never lost without one. Once the transaction has ended (Commit,
+// Rollback), they all fail with ErrTransactionDone (FoundationDB's
+// used_during_commit).
 type Tx struct {
 	db    *DB
 	v     *view
@@ -175,11 +178,15 @@ func (tx *Tx) Versionstamp() ([]byte, error) {
 	return vs[:], nil
 }
 
-// usable fails if the transaction has ended or outlived its lifetime.
-// Reads call it, so that a read after the lifetime fails.
+// usable fails if the transaction has ended, made an invalid mutation
+// (FoundationDB's deferred error) or outlived its lifetime. Reads call it,
+// so that a read after any of these fails.
 func (tx *Tx) usable() error {
 	if tx.done {
 		return ErrTransactionDone
+	}
+	if tx.err != nil {
+		return tx.err
 	}
 	if tx.expired() {
 		return ErrTransactionTooOld
@@ -193,6 +200,9 @@ func (tx *Tx) usable() error {
 func (tx *Tx) usableStep() error {
 	if tx.done {
 		return ErrTransactionDone
+	}
+	if tx.err != nil {
+		return tx.err
 	}
 	tx.steps++
 	if tx.steps%64 == 0 && tx.expired() {

@@ -58,3 +58,47 @@ func TestTxWritesAfterEndAreReported(t *testing.T) {
 		}
 	}
 }
+
+// An invalid mutation fails the transaction at once, as FoundationDB's
+// deferred error does: every read after it, and Commit, return its error,
+// so a program that goes on reading learns its write was refused.
+func TestTxInvalidMutationFailsLaterReads(t *testing.T) {
+	db := openTest(t, t.TempDir(), &Options{MaxKeySize: 8})
+	db.Set([]byte("k"), []byte("v"))
+	tx, _ := db.Begin()
+	if _, err := tx.Get([]byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	tx.Set([]byte("a key too long"), []byte("v"))
+	if _, err := tx.Get([]byte("k")); !errors.Is(err, ErrKeyTooLarge) {
+		t.Errorf("Get after an invalid Set: %v", err)
+	}
+	if _, err := tx.Snapshot().Get([]byte("k")); !errors.Is(err, ErrKeyTooLarge) {
+		t.Errorf("snapshot Get after an invalid Set: %v", err)
+	}
+	if _, err := tx.GetKey(FirstGreaterOrEqual([]byte("k"))); !errors.Is(err, ErrKeyTooLarge) {
+		t.Errorf("GetKey after an invalid Set: %v", err)
+	}
+	if _, err := tx.Range([]byte("a"), nil, nil); !errors.Is(err, ErrKeyTooLarge) {
+		t.Errorf("Range after an invalid Set: %v", err)
+	}
+	if w := tx.Watch([]byte("k")); !watchFired(w) {
+		t.Error("Watch after an invalid Set is waiting")
+	} else if err := w.Wait(context.Background()); !errors.Is(err, ErrKeyTooLarge) {
+		t.Errorf("Watch after an invalid Set: %v", err)
+	}
+	if err := tx.Commit(); !errors.Is(err, ErrKeyTooLarge) {
+		t.Errorf("Commit after an invalid Set: %v", err)
+	}
+
+	// In ReadTransact, the read after the write fails.
+	var readErr error
+	err := db.ReadTransact(context.Background(), func(tx *Tx) error {
+		tx.Set([]byte("k"), []byte("w"))
+		_, readErr = tx.Get([]byte("k"))
+		return nil
+	})
+	if !errors.Is(readErr, ErrInvalidOperation) || !errors.Is(err, ErrInvalidOperation) {
+		t.Errorf("ReadTransact with a write: read %v, ReadTransact %v", readErr, err)
+	}
+}
