@@ -1422,8 +1422,8 @@ func runTx(tx *Tx, fn func(*Tx) error) (err error) {
 	return fn(tx)
 }
 
-// Watch fires once key changes after the transaction that set it up
-// commits.
+// Watch fires once key's value differs from the one the transaction that
+// set it up saw (see Tx.Watch).
 type Watch struct {
 	db   *DB
 	key  string
