@@ -48,7 +48,8 @@ type DB struct {
 	pre           precheckState // guarded by mu
 	watchOnce     sync.Once
 	watchMu       sync.Mutex
-	watches       map[string][]*Watch
+	watches       map[string][]*Watch // armed watches by key; guarded by watchMu
+	watchClosed   bool                // Close failed the watches; guarded by watchMu
 	txns          liveTxns
 	mergeProgress MergeProgress
 	merges        int        // finished (Stats.Merges)
@@ -713,6 +714,7 @@ func (db *DB) Close() error {
 	}
 	werr := db.writeErr
 	db.cmu.Unlock()
+	db.closeWatches()
 
 	close(db.stop)
 	db.bg.Wait()

@@ -1449,7 +1449,8 @@ type Watch struct {
 // fails (for any reason, including an invalid mutation or its lifetime), the
 // watch reports the error; a watch of a finished transaction reports
 // ErrTransactionDone, and one of a key whose value the transaction cannot
-// read (see SetVersionstampedValue) ErrAccessedUnreadable.
+// read (see SetVersionstampedValue) ErrAccessedUnreadable. Closing the
+// database fails the watches still waiting with ErrClosed.
 func (tx *Tx) Watch(key []byte) *Watch {
 	// Subscribe here, never in the commit leader, which arms watches.
 	tx.db.watchOnce.Do(func() { tx.db.Subscribe(tx.db.fireWatches) })
@@ -1529,10 +1530,31 @@ func (db *DB) addWatch(w *Watch) {
 	if w.done {
 		return
 	}
+	if db.watchClosed {
+		w.done, w.err = true, ErrClosed
+		close(w.ch)
+		return
+	}
 	if db.watches == nil {
 		db.watches = map[string][]*Watch{}
 	}
 	db.watches[w.key] = append(db.watches[w.key], w)
+}
+
+// closeWatches fails the armed watches with ErrClosed, and those armed
+// later (by a read-only transaction's Commit), for Close: no commit will
+// fire them.
+func (db *DB) closeWatches() {
+	db.watchMu.Lock()
+	defer db.watchMu.Unlock()
+	db.watchClosed = true
+	for _, ws := range db.watches {
+		for _, w := range ws {
+			w.done, w.err = true, ErrClosed
+			close(w.ch)
+		}
+	}
+	db.watches = nil
 }
 
 // fireWatches is the commit subscription behind watches: the watches of

@@ -173,3 +173,32 @@ func TestWatchLeavesNoEntry(t *testing.T) {
 		t.Fatalf("%d keys left in the watch table", n)
 	}
 }
+
+// Close fails the watches still waiting, and those armed after it, with
+// ErrClosed: no commit could fire them any more, and a goroutine waiting
+// for one would wait for good.
+func TestWatchFailsOnClose(t *testing.T) {
+	db, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, _ := db.Begin()
+	w := tx.Watch([]byte("k"))
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	late, _ := db.Begin()
+	lw := late.Watch([]byte("k"))
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	late.Commit()
+	for _, w := range []*Watch{w, lw} {
+		if !watchFired(w) {
+			t.Fatal("a watch is still waiting after Close")
+		}
+		if err := w.Wait(context.Background()); !errors.Is(err, ErrClosed) {
+			t.Fatalf("watch after Close: %v", err)
+		}
+	}
+}
