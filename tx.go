@@ -1078,6 +1078,12 @@ func (tx *Tx) mutation(o op) bool {
 	return true
 }
 
+// Err returns the error a refused mutation failed the transaction with
+// (see Tx), or nil. Mutations return no error, as in FoundationDB; Err
+// lets a caller that wants to know at once, rather than at its next read
+// or at Commit, ask after a mutation.
+func (tx *Tx) Err() error { return tx.err }
+
 func (tx *Tx) fail(err error) {
 	if tx.err == nil {
 		tx.err = err

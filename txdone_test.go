@@ -69,7 +69,13 @@ func TestTxInvalidMutationFailsLaterReads(t *testing.T) {
 	if _, err := tx.Get([]byte("k")); err != nil {
 		t.Fatal(err)
 	}
+	if err := tx.Err(); err != nil {
+		t.Fatalf("Err before an invalid Set: %v", err)
+	}
 	tx.Set([]byte("a key too long"), []byte("v"))
+	if err := tx.Err(); !errors.Is(err, ErrKeyTooLarge) {
+		t.Errorf("Err after an invalid Set: %v", err)
+	}
 	if _, err := tx.Get([]byte("k")); !errors.Is(err, ErrKeyTooLarge) {
 		t.Errorf("Get after an invalid Set: %v", err)
 	}

@@ -183,6 +183,10 @@
 // nested", and CSK.BEGIN inside MULTI with "ERR CSK.BEGIN inside MULTI is
 // not allowed".
 //
+// A write the engine refuses (a key over its size limit, say) gets the
+// error at its command, as outside a transaction, and fails the
+// transaction: its later reads and CSK.COMMIT reply with the same error.
+//
 // CSK.COMMIT replies +OK or, if something the transaction read was
 // changed by another commit since it began, the retryable error
 // "CONFLICT transaction not committed due to conflict with another

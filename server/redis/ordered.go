@@ -523,6 +523,9 @@ func txClearrange(c *client, args [][]byte) {
 	begin, end := c.bounds(spanOf(c.db), ra)
 	if end == nil || bytes.Compare(begin, end) < 0 {
 		c.tx.tx.ClearRange(begin, end)
+		if c.txRefused() {
+			return
+		}
 	}
 	c.replyOK()
 }
@@ -591,6 +594,9 @@ func txAtomic(c *client, args [][]byte) {
 		return
 	}
 	op(c.tx.tx, c.k(args[2]), args[3])
+	if c.txRefused() {
+		return
+	}
 	c.txWrote(args[2])
 	c.replyOK()
 }
@@ -711,6 +717,18 @@ func cmdCskSnapshot(c *client, args [][]byte) {
 }
 
 // txWrote records a user key the transaction writes.
+// txRefused replies the error a write the engine refused failed the
+// transaction with (an oversized key, say), at the command that made it,
+// as Redis refuses such a write; the transaction stays failed, so its
+// later reads and CSK.COMMIT get the same error.
+func (c *client) txRefused() bool {
+	if err := c.tx.tx.Err(); err != nil {
+		c.replyReadErr(err)
+		return true
+	}
+	return false
+}
+
 func (c *client) txWrote(key []byte) {
 	if c.trk.on && len(c.tx.written) <= maxInvalidationKeys {
 		c.tx.written = append(c.tx.written, bytes.Clone(key))
@@ -792,6 +810,9 @@ func txSet(c *client, args [][]byte) {
 		return
 	}
 	c.tx.tx.Set(c.k(args[1]), args[2])
+	if c.txRefused() {
+		return
+	}
 	c.txWrote(args[1])
 	c.replyOK()
 }
@@ -809,6 +830,9 @@ func txMset(c *client, args [][]byte) {
 	}
 	for i := 1; i < len(args); i += 2 {
 		c.tx.tx.Set(c.k(args[i]), args[i+1])
+		if c.txRefused() {
+			return
+		}
 		c.txWrote(args[i])
 	}
 	c.replyOK()

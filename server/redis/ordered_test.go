@@ -1117,3 +1117,25 @@ func TestCskTxIncrKeepsTTL(t *testing.T) {
 		}
 	}
 }
+
+// A write the engine refuses inside CSK.BEGIN (a key over its size limit)
+// gets the error at the command, as outside a transaction, not +OK and an
+// error at the next read; the transaction stays failed.
+func TestCskTxRefusedWriteRepliesAtOnce(t *testing.T) {
+	ts := startServer(t, nil)
+	big := strings.Repeat("k", caskade.DefaultMaxKeySize+1)
+	const tooLarge = "-ERR key too large (2102 key_too_large): 65537 bytes, limit 65536\r\n"
+	c := ts.dial()
+	for _, w := range [][]string{
+		{"SET", big, "v"},
+		{"MSET", "a", "1", big, "v"},
+		{"CSK.ATOMIC", "ADD", big, "\x01"},
+	} {
+		c.do(cmd("CSK.BEGIN"), "+OK\r\n")
+		c.do(cmd("SET", "a", "1"), "+OK\r\n")
+		c.do(cmd(w...), tooLarge)
+		c.do(cmd("GET", "a"), tooLarge)
+		c.do(cmd("CSK.COMMIT"), tooLarge)
+	}
+	c.do(cmd("EXISTS", "a"), ":0\r\n")
+}
