@@ -367,3 +367,69 @@ func TestScanTailHole(t *testing.T) {
 		t.Fatal("zeros that fill no whole page were cut as a hole")
 	}
 }
+
+// A process killed in the middle of a store into the mapping leaves in the
+// page cache whatever part of the store was done; recovery must take that
+// for a torn tail. store copies in order, in chunks too short to hold a
+// record, so whichever chunk the kill interrupts, and whichever of its
+// bytes it stored (one copy stores its first bytes last), no whole record
+// follows the torn one. A single copy of the group used to leave its
+// first record torn and the others whole after a kill, which the scan of
+// the newest file takes for damage: the database did not open.
+func TestMappedStoreKilled(t *testing.T) {
+	f := mappedFile(t, appendChunk)
+	first := record.AppendRecord(nil, record.KindPut, true, 1, 0, 0, []byte("before"), []byte("v"))
+	if _, err := f.Append(first); err != nil {
+		t.Fatal(err)
+	}
+	var group []byte
+	bounds := map[int]bool{0: true} // where the group's records end, relative
+	for i := range 6 {
+		group = record.AppendRecord(group, record.KindPut, true, uint64(i+2), 0, 0,
+			[]byte(fmt.Sprintf("key%d", i)), bytes.Repeat([]byte{'a' + byte(i)}, 20*i))
+		bounds[len(group)] = true
+	}
+	type chunk struct {
+		off int64
+		n   int
+	}
+	var chunks []chunk
+	storeHook = func(off int64, n int) { chunks = append(chunks, chunk{off, n}) }
+	defer func() { storeHook = nil }()
+	start, err := f.Append(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeHook = nil
+	b, err := ReadAll(vfs.OS(), f.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := start + int64(len(group))
+	if len(chunks) == 0 || chunks[0].off != start {
+		t.Fatalf("the group at %d was stored in chunks %v", start, chunks)
+	}
+	// A kill in chunk c, which stored all of it but its first byte (or
+	// only its first byte), and nothing after it.
+	for c := range chunks {
+		for _, keepFirst := range []bool{false, true} {
+			img := bytes.Clone(b)
+			clear(img[chunks[c].off+int64(chunks[c].n) : end])
+			if keepFirst {
+				clear(img[chunks[c].off+1 : chunks[c].off+int64(chunks[c].n)])
+			} else {
+				img[chunks[c].off] = 0
+			}
+			res, err := ScanData(img, f.Path, ScanTail, record.Limits{})
+			if err != nil {
+				t.Fatalf("killed in the store of bytes [%d, %d) of a group at [%d, %d): the scan of the newest file fails: %v",
+					chunks[c].off, chunks[c].off+int64(chunks[c].n), start, end, err)
+			}
+			// What it keeps ends at a record of the group, none past
+			// the chunk being stored.
+			if !bounds[int(res.End-start)] || res.End > chunks[c].off+int64(chunks[c].n) {
+				t.Fatalf("killed in the store of bytes [%d, %d): the records end at %d", chunks[c].off, chunks[c].off+int64(chunks[c].n), res.End)
+			}
+		}
+	}
+}

@@ -183,9 +183,25 @@ func (f *File) appendMapped(b []byte, off int64) (bool, error) {
 	return true, f.store(b, off)
 }
 
-// store copies b into the writable mapping at off, turning a memory fault
-// (SIGBUS from an I/O error, or a file cut short behind our back) into an
-// error instead of a crash.
+// storeChunk is how many bytes store copies into the mapping at a time:
+// fewer than the smallest record (record.HeaderSize). The bytes a store
+// puts in the mapping are in the page cache at once, so a process killed
+// in the middle of one leaves whatever part of it was stored. One copy
+// does not store front to back (Go's copy of an unaligned block stores
+// its first bytes last), so a kill could leave the first record of a
+// group torn and later ones whole after it, which recovery must take for
+// damage, not a torn tail, and the database would no longer open. Copied
+// in order in chunks too short to hold a record, a store cut short leaves
+// no whole record after the first byte it did not store.
+const storeChunk = record.HeaderSize - 1
+
+// storeHook, if set, is called after each chunk store copies, with its
+// file offset and length (tests).
+var storeHook func(off int64, n int)
+
+// store copies b into the writable mapping at off, in order, turning a
+// memory fault (SIGBUS from an I/O error, or a file cut short behind our
+// back) into an error instead of a crash.
 func (f *File) store(b []byte, off int64) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -193,7 +209,14 @@ func (f *File) store(b []byte, off int64) (err error) {
 			err = fmt.Errorf("segment: store to the mapping of %s at offset %d failed (an I/O error, or the file was cut short): %v", f.Path, off, r)
 		}
 	}()
-	copy(f.w[off:], b)
+	w := f.w[off:]
+	for i := 0; i < len(b); i += storeChunk {
+		j := min(i+storeChunk, len(b))
+		copy(w[i:j], b[i:j])
+		if storeHook != nil {
+			storeHook(off+int64(i), j-i)
+		}
+	}
 	return nil
 }
 
