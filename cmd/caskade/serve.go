@@ -52,6 +52,9 @@ type hooks struct {
 	// afterCheck, if set, is called by check --repair between the check
 	// and the repair.
 	afterCheck func()
+	// options, if set, may change serve's database options before it
+	// opens the database (a small MaxFileSize, frequent merges).
+	options func(*caskade.Options)
 }
 
 // serveConfig holds the serve flags.
@@ -353,7 +356,11 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		return err
 	}
 
-	db, err := caskade.Open(cfg.dir, &caskade.Options{Sync: policy, Logger: log})
+	opts := &caskade.Options{Sync: policy, Logger: log}
+	if h.options != nil {
+		h.options(opts)
+	}
+	db, err := caskade.Open(cfg.dir, opts)
 	if err != nil {
 		return openErr(err, cfg.dir) // as the maintenance commands say it
 	}
