@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -932,7 +933,8 @@ func (s *Server) backup(ctx context.Context) (_ string, err error) {
 	if err := os.MkdirAll(s.BackupDir, 0o755); err != nil {
 		return "", err
 	}
-	name := "backup-" + time.Now().UTC().Format("20060102T150405.000000000Z")
+	s.removeIncompleteBackups()
+	name := backupPrefix + time.Now().UTC().Format(backupTime)
 	dst := filepath.Join(s.BackupDir, name)
 	st, err := s.DB.Backup(ctx, dst, &caskade.BackupOptions{Link: true})
 	if err != nil {
@@ -943,6 +945,44 @@ func (s *Server) backup(ctx context.Context) (_ string, err error) {
 	s.saves.Add(1)
 	s.log.Info("redis: backup written", "dir", dst, "files", st.Files, "bytes", st.Bytes, "version", st.Version)
 	return dst, nil
+}
+
+// The names of the backups SAVE and BGSAVE write: backupPrefix and the
+// time in backupTime's layout.
+const (
+	backupPrefix = "backup-"
+	backupTime   = "20060102T150405.000000000Z"
+)
+
+// removeIncompleteBackups removes the backups under BackupDir that a
+// SAVE or BGSAVE cut short by a crash or a kill left without their
+// manifest (a backup that fails removes its files itself): they hold
+// links to, or copies of, data files that are otherwise gone, and no
+// restore accepts them. Only directories named as backup names them are
+// touched; the caller holds s.bgsave, so none is being written.
+func (s *Server) removeIncompleteBackups() {
+	ents, err := os.ReadDir(s.BackupDir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		stamp, ok := strings.CutPrefix(e.Name(), backupPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		if _, err := time.Parse(backupTime, stamp); err != nil {
+			continue
+		}
+		dir := filepath.Join(s.BackupDir, e.Name())
+		if _, err := os.Lstat(filepath.Join(dir, caskade.ManifestName)); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			s.log.Warn("redis: cannot remove an incomplete backup", "dir", dir, "err", err)
+			continue
+		}
+		s.log.Warn("redis: removed an incomplete backup (a SAVE or BGSAVE was cut short)", "dir", dir)
+	}
 }
 
 // cmdSave writes a backup (a consistent copy of the database, which

@@ -3,6 +3,9 @@ package redis
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,4 +50,43 @@ func TestInfoAvgTTLFarAhead(t *testing.T) {
 		}
 	}
 	t.Fatalf("no db1 line in %q", info)
+}
+
+// A SAVE or BGSAVE cut short by a kill leaves a backup directory without
+// its manifest; the next one removes it, and nothing else.
+func TestSaveRemovesIncompleteBackups(t *testing.T) {
+	backups := t.TempDir()
+	ts := startServer(t, func(s *Server) { s.BackupDir = backups })
+	ctx := context.Background()
+	rdb := ts.goRedis(nil)
+	if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Save(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	complete, err := readDirNames(backups)
+	if err != nil || len(complete) != 1 {
+		t.Fatalf("backups after SAVE: %v %v", complete, err)
+	}
+	killed := "backup-20260101T000000.000000000Z"
+	for _, d := range []string{killed, "backup-mine", "other"} {
+		if err := os.MkdirAll(filepath.Join(backups, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(backups, d, "0000000001.data"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rdb.Save(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readDirNames(backups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(got, killed) || !slices.Contains(got, complete[0]) || !slices.Contains(got, "backup-mine") ||
+		!slices.Contains(got, "other") || len(got) != 4 {
+		t.Fatalf("backups after the second SAVE: %v (the first: %s)", got, complete[0])
+	}
 }

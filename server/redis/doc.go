@@ -255,7 +255,9 @@
 //     0 is not computed (0).
 //   - SAVE and BGSAVE write a consistent backup (caskade.DB.Backup, which
 //     caskade.Open accepts as a database directory) into a new directory
-//     under Server.BackupDir; BGREWRITEAOF runs caskade.DB.Merge. INFO
+//     under Server.BackupDir, named backup-<UTC time>; each first removes
+//     such directories that lack a manifest (left by a SAVE or BGSAVE that
+//     a crash cut short). BGREWRITEAOF runs caskade.DB.Merge. INFO
 //     persistence reports accordingly: its rdb_* fields describe backups
 //     (rdb_changes_since_last_save counts the commits since the last),
 //     its aof_* fields the merges, BGREWRITEAOF's and the engine's own
