@@ -102,7 +102,8 @@
 // Every command runs against the database with its writes buffered, and
 // commits them as one atomic batch conditional on every key it read being
 // unchanged (caskade.Batch.Check); on a conflict the command runs again,
-// and after three conflicts it takes a server-wide lock so that commands
+// and after two conflicts it takes the database's turn lock (caskade.Turn,
+// shared with the memcached and HTTP front ends) so that commands
 // fighting over the same keys take turns: no command fails for
 // contention. So APPEND, SET NX/GET/KEEPTTL, MSETNX, RENAME and the rest
 // are atomic read-modify-writes even under concurrent clients and other
