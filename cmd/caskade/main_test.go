@@ -749,6 +749,41 @@ func TestServeIdleTimeoutAllProtocols(t *testing.T) {
 	}
 }
 
+// TestServeIdleTimeoutBeforeFirstRequest checks that --timeout also closes
+// a connection that never sends a request: Redis and memcached count it as
+// idle, and so must HTTP, where net/http would otherwise wait for the first
+// request's header for its own 10 s.
+func TestServeIdleTimeoutBeforeFirstRequest(t *testing.T) {
+	r, err := start(t, "--dir", filepath.Join(t.TempDir(), "d"), "--redis-addr", "127.0.0.1:0",
+		"--memcache-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--timeout", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.addrs) != 3 {
+		t.Fatalf("listening on %v", r.addrs)
+	}
+	conns := make([]net.Conn, len(r.addrs))
+	start := time.Now()
+	for i, a := range r.addrs {
+		c, err := net.Dial("tcp", a.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+	for i, c := range conns {
+		// Closed after the 1 s timeout: well before this deadline, which
+		// is still shorter than net/http's 10 s header timeout.
+		c.SetReadDeadline(start.Add(5 * time.Second))
+		got, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatalf("%s: a connection idle from the start was not closed by --timeout 1: %v after %v (read %q)",
+				r.addrs[i], err, time.Since(start).Round(time.Millisecond), got)
+		}
+	}
+}
+
 // Serving a backup works (it is a database), but the log says that writes
 // will make restore refuse it.
 func TestServeWarnsOfABackup(t *testing.T) {

@@ -454,6 +454,10 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		// 0 means never for Redis and memcached clients; an HTTP
 		// keep-alive connection keeps its own bound then.
 		web.IdleTimeout = srv.IdleTimeout
+		// net/http bounds the wait for a connection's first request by
+		// ReadHeaderTimeout, not IdleTimeout: without this, a connection
+		// that never sends anything stays open for the default 10 s.
+		web.ReadHeaderTimeout = min(srv.IdleTimeout, httpapi.DefaultReadHeaderTimeout)
 	}
 	var mcListener, httpListener net.Listener
 	var udp net.PacketConn
