@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/metrics"
 )
 
 // infoSection returns the fields of an INFO section.
@@ -118,5 +120,33 @@ func TestInfoExpiredKeys(t *testing.T) {
 	c.do(cmd("GET", "k"), "$-1\r\n")
 	if got := infoSection(t, c, "stats")["expired_keys"]; got != "1" {
 		t.Fatalf("expired_keys:%s after k was dropped and read again, want 1", got)
+	}
+}
+
+// TestBgrewriteaofInMetrics: the merge BGREWRITEAOF runs is one the server
+// runs, so it shows in caskade_merge_duration_seconds and caskade_merge_*
+// ("merges run by the server"); they stayed at 0 under caskade serve.
+func TestBgrewriteaofInMetrics(t *testing.T) {
+	m := metrics.New(nil)
+	ts := startServer(t, func(s *Server) { s.Metrics = m })
+	c := ts.dial()
+	c.do(cmd("SET", "k", "1"), "+OK\r\n")
+	c.do(cmd("SET", "k", "2"), "+OK\r\n")
+	c.do(cmd("BGREWRITEAOF"), "+Background append only file rewriting started\r\n")
+	// The flag INFO reports is cleared only after the merge is recorded.
+	waitFor(t, "the merge to finish", func() bool {
+		info := infoSection(t, c, "persistence")
+		return info["aof_rewrites"] == "1" && info["aof_rewrite_in_progress"] == "0"
+	})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{"caskade_merge_duration_seconds_count 1\n", "caskade_merge_records_total 1\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("after BGREWRITEAOF, /metrics lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "caskade_merge_input_bytes_total 0\n") {
+		t.Error("after BGREWRITEAOF, caskade_merge_input_bytes_total is 0")
 	}
 }
