@@ -128,7 +128,7 @@ turns that listener off). SIGINT and SIGTERM stop it
 gracefully: listeners close, commands in flight finish, the data is synced
 and the database closed. A client that does not take its replies holds
 this up for --shutdown-timeout at most (10s, well inside the 30 s that
-Kubernetes and systemd give before they kill a process), then its
+Kubernetes and the 90 s that systemd give before they kill a process), then its
 connection is closed; every acknowledged write is synced either way.
 
 Every flag can also be given as an environment variable CASKADE_<FLAG>
