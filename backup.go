@@ -47,7 +47,8 @@ type BackupOptions struct {
 	// one that supports links); it falls back to copying. Files are never
 	// changed in place, so a linked backup stays consistent.
 	Link bool
-	// Workers is the number of parallel copy workers (default GOMAXPROCS).
+	// Workers is the number of parallel copy workers (default GOMAXPROCS,
+	// at most 1024).
 	Workers int
 	// Progress, if set, is told how far the backup has come: done of
 	// total bytes, where total is the size of the files it copies or links
@@ -237,7 +238,8 @@ type RestoreOptions struct {
 	// backup's manifest, are removed first. Files caskade does not own are
 	// never touched.
 	Force bool
-	// Workers is the number of parallel copy workers (default GOMAXPROCS).
+	// Workers is the number of parallel copy workers (default GOMAXPROCS,
+	// at most 1024).
 	Workers int
 	// Progress, if set, is told how far the restore has come: done of
 	// total bytes, where total is the size of the backup's files (as its

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/internal/pario"
 	"github.com/spf13/cobra"
 )
 
@@ -377,16 +378,25 @@ into a new directory under DIR/backups.`,
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log what happens (info level) to stderr")
 	cmd.Flags().BoolVar(&opts.Link, "link", false, "hard-link files into DEST where possible instead of copying")
-	cmd.Flags().IntVar(&opts.Workers, "workers", 0, "parallel copy workers (0: one per CPU)")
+	cmd.Flags().IntVar(&opts.Workers, "workers", 0, "parallel copy workers (0: one per CPU; at most 1024)")
 	return cmd
+}
+
+// checkWorkers checks a --workers value against the bound of the parallel
+// copy (pario.MaxWorkers), so that the message states the whole range.
+func checkWorkers(n int) error {
+	if n < 0 || n > pario.MaxWorkers {
+		return fmt.Errorf("--workers %d: want 0 (one per CPU) to %d", n, pario.MaxWorkers)
+	}
+	return nil
 }
 
 func runBackup(ctx context.Context, m *maint, dir, dest string, opts *caskade.BackupOptions) error {
 	if err := requireDatabase(dir); err != nil {
 		return err
 	}
-	if opts.Workers < 0 {
-		return fmt.Errorf("--workers %d: want 0 or more", opts.Workers)
+	if err := checkWorkers(opts.Workers); err != nil {
+		return err
 	}
 	db, err := caskade.Open(dir, &caskade.Options{ReadOnly: true, Logger: m.log})
 	if err != nil {
@@ -431,7 +441,7 @@ there (files caskade does not own are left alone).
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log what happens (info level) to stderr")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace the database already in DIR")
-	cmd.Flags().IntVar(&opts.Workers, "workers", 0, "parallel copy workers (0: one per CPU)")
+	cmd.Flags().IntVar(&opts.Workers, "workers", 0, "parallel copy workers (0: one per CPU; at most 1024)")
 	return cmd
 }
 
@@ -439,8 +449,8 @@ func runRestore(ctx context.Context, m *maint, backup, dir string, opts *caskade
 	if err := requireDir(backup); err != nil {
 		return err
 	}
-	if opts.Workers < 0 {
-		return fmt.Errorf("--workers %d: want 0 or more", opts.Workers)
+	if err := checkWorkers(opts.Workers); err != nil {
+		return err
 	}
 	start := time.Now()
 	m.log.Info("caskade: restoring", "backup", backup, "dir", dir, "force", opts.Force)

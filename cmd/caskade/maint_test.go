@@ -482,6 +482,10 @@ func TestMaintenanceArgumentErrors(t *testing.T) {
 		{[]string{"backup", file, t.TempDir()}, file + " is not a directory"},
 		{[]string{"restore", missing, t.TempDir()}, missing + ": no such directory"},
 		{[]string{"load", t.TempDir(), "--batch-bytes", "0"}, "--batch-bytes 0: want 1 to"},
+		// The whole range, not "0 or more" and then a pario error.
+		{[]string{"backup", db, filepath.Join(t.TempDir(), "b"), "--workers", "-1"}, "--workers -1: want 0 (one per CPU) to 1024"},
+		{[]string{"backup", db, filepath.Join(t.TempDir(), "b"), "--workers", "1025"}, "--workers 1025: want 0 (one per CPU) to 1024"},
+		{[]string{"restore", t.TempDir(), filepath.Join(t.TempDir(), "r"), "--workers", "1025"}, "--workers 1025: want 0 (one per CPU) to 1024"},
 		{[]string{"merge"}, "accepts 1 arg(s), received 0"},
 		{[]string{"backup", t.TempDir()}, "accepts 2 arg(s), received 1"},
 		// An empty input, a directory as input or output, a file as the
