@@ -732,7 +732,10 @@ func (db *DB) writeGroup(buf []byte, applies []apply, ends []commitEnd) error {
 			return db.stopWrites(fmt.Errorf("write %s: %w", f.Path, err))
 		}
 		if db.opts.Sync == SyncAlways {
-			if err := f.SyncWith(&db.syncer); err != nil {
+			t := time.Now()
+			err := f.SyncWith(&db.syncer)
+			db.syncTimes.observe(t, err)
+			if err != nil {
 				return db.stopWrites(fmt.Errorf("sync %s: %w", f.Path, err))
 			}
 		} else {
@@ -896,7 +899,10 @@ func (db *DB) syncDirty() bool {
 		return true
 	}
 	if f := db.active.Load(); f != nil {
-		if err := f.Sync(); err != nil {
+		t := time.Now()
+		err := f.Sync()
+		db.syncTimes.observe(t, err)
+		if err != nil {
 			db.stopWrites(fmt.Errorf("background sync %s: %w", f.Path, err))
 			return false
 		}
@@ -916,7 +922,10 @@ func (db *DB) Sync() error {
 		return err
 	}
 	if f := db.active.Load(); f != nil {
-		if err := f.Sync(); err != nil {
+		t := time.Now()
+		err := f.Sync()
+		db.syncTimes.observe(t, err)
+		if err != nil {
 			return db.stopWrites(fmt.Errorf("sync %s: %w", f.Path, err))
 		}
 	}

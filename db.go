@@ -56,6 +56,9 @@ type DB struct {
 	mergeFailures int        // failed since the last that finished
 	lastMerge     MergeStats // of the last that finished
 	lastMergeEnd  time.Time
+	mergeTotals   MergeStats // sums of the finished merges' (Stats.MergeTotals)
+	mergeTimes    *timings   // Stats.MergeTimings
+	syncTimes     *timings   // Stats.Syncs
 
 	mergeMu sync.Mutex // one merge at a time
 
@@ -138,17 +141,19 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	o := opts.withDefaults()
 	db := &DB{
-		opts:     o,
-		dir:      dir,
-		fs:       o.FS,
-		lim:      storedLimits,
-		tree:     keydir.New(),
-		fset:     newFileSet(map[uint32]*segment.File{}),
-		fstats:   map[uint32]*fileStat{},
-		expiring: map[string]struct{}{},
-		hist:     newHistory(),
-		stop:     make(chan struct{}),
-		hints:    make(chan uint32, 64),
+		opts:       o,
+		dir:        dir,
+		fs:         o.FS,
+		lim:        storedLimits,
+		tree:       keydir.New(),
+		fset:       newFileSet(map[uint32]*segment.File{}),
+		syncTimes:  newTimings(syncBounds),
+		mergeTimes: newTimings(mergeBounds),
+		fstats:     map[uint32]*fileStat{},
+		expiring:   map[string]struct{}{},
+		hist:       newHistory(),
+		stop:       make(chan struct{}),
+		hints:      make(chan uint32, 64),
 	}
 	db.idle = sync.NewCond(&db.cmu)
 	db.txns.reads = map[uint64]liveTxn{}

@@ -91,8 +91,17 @@ func (db *DB) merge(ctx context.Context, sealActive bool, only []uint32) (MergeS
 		db.mergeFailures = 0
 		db.lastMerge = m.stats
 		db.lastMergeEnd = m.start.Add(m.stats.Duration)
+		t := &db.mergeTotals
+		t.InputFiles += m.stats.InputFiles
+		t.OutputFiles += m.stats.OutputFiles
+		t.InputBytes += m.stats.InputBytes
+		t.OutputBytes += m.stats.OutputBytes
+		t.Records += m.stats.Records
+		t.Tombstones += m.stats.Tombstones
+		t.Duration += m.stats.Duration
 	}
 	db.mu.Unlock()
+	db.mergeTimes.observe(m.start, err)
 	if err != nil {
 		return m.stats, fmt.Errorf("caskade: merge: %w", err)
 	}

@@ -62,6 +62,15 @@ type Stats struct {
 	Merges, MergeFailures int
 	LastMerge             MergeStats
 	LastMergeEnd          time.Time
+	// MergeTotals sums the MergeStats of the merges that finished since
+	// Open, and MergeTimings times every merge, failed ones included.
+	MergeTotals  MergeStats
+	MergeTimings Timings
+	// Syncs times the fsyncs of the active data file since Open: one per
+	// group commit under SyncAlways, the background ones of SyncEverySec,
+	// and those of Sync (not those that seal a full file or belong to a
+	// merge, a backup or Open).
+	Syncs Timings
 	// KeyBytes counts the bytes of keys (and expiries) the key directory
 	// holds in memory for live keys, and KeyDeadBytes those that deletions
 	// and rewrites left behind until the next compaction of the directory,
@@ -99,9 +108,11 @@ func (db *DB) Stats() Stats {
 		MergeFailures: db.mergeFailures,
 		LastMerge:     db.lastMerge,
 		LastMergeEnd:  db.lastMergeEnd,
+		MergeTotals:   db.mergeTotals,
 	}
 	s.KeyBytes, s.KeyDeadBytes = db.tree.ArenaBytes()
 	s.KeyCompactions = db.keyCompacts
+	s.MergeTimings, s.Syncs = db.mergeTimes.get(), db.syncTimes.get()
 	s.ExpiredKeys = db.expiredKeys
 	s.HintsPending = len(db.hints)
 	if db.hintsWriting.Load() {

@@ -17,14 +17,27 @@ type dbCollector struct {
 	commits, groups                  *prometheus.Desc
 	expired, merges, mergeFailures   *prometheus.Desc
 	lastMerge                        *prometheus.Desc
+	// From the engine's totals since open, under the names (without
+	// the db_ prefix) they had when the server observed them itself.
+	mergeDuration, mergeIn, mergeOut, mergeRecords *prometheus.Desc
+	syncDuration, syncErrors                       *prometheus.Desc
 }
 
 func newDBCollector(db *caskade.DB) *dbCollector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc("caskade_db_"+name, help, nil, nil)
 	}
+	t := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc("caskade_"+name, help, nil, nil)
+	}
 	return &dbCollector{
 		db:            db,
+		mergeDuration: t("merge_duration_seconds", "Duration of the merges since open (automatic, BGREWRITEAOF, caskade merge), failed ones included."),
+		mergeIn:       t("merge_input_bytes_total", "Bytes of data files rewritten by the merges that finished since open."),
+		mergeOut:      t("merge_output_bytes_total", "Bytes of data files written by the merges that finished since open."),
+		mergeRecords:  t("merge_records_total", "Live records rewritten by the merges that finished since open."),
+		syncDuration:  t("sync_duration_seconds", "Duration of the fsyncs of the active data file since open: one per group commit under sync always, the background ones of everysec, and explicit syncs."),
+		syncErrors:    t("sync_errors_total", "fsyncs of the active data file that failed (the first stops writes)."),
 		keys:          d("keys", "Keys in the key directory (including expired keys not yet dropped)."),
 		expiring:      d("expiring_keys", "Keys with a TTL."),
 		live:          d("live_bytes", "Bytes of records the key directory points to."),
@@ -55,7 +68,8 @@ func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.keys, c.expiring, c.live, c.dead, c.disk,
 		c.files, c.snapshots, c.version, c.writesStopped, c.recovery,
 		c.mergeRunning, c.mergeDone, c.mergeOf, c.keyBytes, c.keyDead, c.keyCompacts,
-		c.commits, c.groups, c.expired, c.merges, c.mergeFailures, c.lastMerge} {
+		c.commits, c.groups, c.expired, c.merges, c.mergeFailures, c.lastMerge,
+		c.mergeDuration, c.mergeIn, c.mergeOut, c.mergeRecords, c.syncDuration, c.syncErrors} {
 		ch <- d
 	}
 }
@@ -88,6 +102,21 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.keyCompacts, prometheus.CounterValue, float64(st.KeyCompactions))
 	ch <- prometheus.MustNewConstMetric(c.commits, prometheus.CounterValue, float64(st.Commits))
 	ch <- prometheus.MustNewConstMetric(c.groups, prometheus.CounterValue, float64(st.Groups))
+	ch <- prometheus.MustNewConstMetric(c.mergeIn, prometheus.CounterValue, float64(st.MergeTotals.InputBytes))
+	ch <- prometheus.MustNewConstMetric(c.mergeOut, prometheus.CounterValue, float64(st.MergeTotals.OutputBytes))
+	ch <- prometheus.MustNewConstMetric(c.mergeRecords, prometheus.CounterValue, float64(st.MergeTotals.Records))
+	ch <- prometheus.MustNewConstMetric(c.syncErrors, prometheus.CounterValue, float64(st.Syncs.Errors))
+	ch <- histogram(c.mergeDuration, st.MergeTimings)
+	ch <- histogram(c.syncDuration, st.Syncs)
+}
+
+// histogram is t as a Prometheus histogram in seconds.
+func histogram(d *prometheus.Desc, t caskade.Timings) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(t.Buckets))
+	for _, b := range t.Buckets {
+		buckets[b.Le.Seconds()] = b.Count
+	}
+	return prometheus.MustNewConstHistogram(d, t.Count, t.Total.Seconds(), buckets)
 }
 
 func b2f(b bool) float64 {

@@ -24,15 +24,16 @@
 //	caskade_connections{protocol}                       gauge (open now)
 //	caskade_connections_total{protocol}                 counter (accepted)
 //	caskade_connections_rejected_total{protocol}        counter (refused: limits, protected mode)
-//	caskade_db_*                                        gauges read from DB.Stats
-//	caskade_merge_duration_seconds, caskade_merge_*     observed by ObserveMerge
-//	caskade_sync_duration_seconds, caskade_sync_errors_total  observed by ObserveSync
+//	caskade_db_*                                        read from DB.Stats
+//	caskade_merge_duration_seconds, caskade_merge_*     the engine's merges (DB.Stats)
+//	caskade_sync_duration_seconds, caskade_sync_errors_total  the engine's fsyncs (DB.Stats)
 //	go_*, process_*                                     standard collectors
 //
-// The engine does not report the merges and fsyncs it starts on its own;
-// only those a caller runs and passes to ObserveMerge and ObserveSync are
-// timed. Merge progress of any running merge is visible through
-// caskade_db_merge_running and caskade_db_merge_bytes_done.
+// The merge and sync series cover every merge and every fsync of the
+// active data file since the database was opened (see caskade.Stats), read
+// at scrape time like the caskade_db_* series. Merge progress of a running
+// merge is visible through caskade_db_merge_running and
+// caskade_db_merge_bytes_done.
 package metrics
 
 import (
@@ -77,13 +78,6 @@ type Metrics struct {
 	conns         *prometheus.GaugeVec
 	connsTotal    *prometheus.CounterVec
 	connsRejected *prometheus.CounterVec
-
-	mergeDuration prometheus.Histogram
-	mergeInBytes  prometheus.Counter
-	mergeOutBytes prometheus.Counter
-	mergeRecords  prometheus.Counter
-	syncDuration  prometheus.Histogram
-	syncErrors    prometheus.Counter
 
 	mu      sync.Mutex                  // serialises RegisterCommands
 	handles atomic.Pointer[handleTable] // copy-on-write protocol → command → handle
@@ -153,37 +147,9 @@ func New(db *caskade.DB) *Metrics {
 		Namespace: "caskade", Name: "connections_rejected_total",
 		Help: "Client connections refused (limits, protected mode), by protocol.",
 	}, []string{"protocol"})
-	m.mergeDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: "caskade", Name: "merge_duration_seconds",
-		Help:    "Duration of merges run by the server.",
-		Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
-	})
-	m.mergeInBytes = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "caskade", Name: "merge_input_bytes_total",
-		Help: "Bytes of data files rewritten by merges run by the server.",
-	})
-	m.mergeOutBytes = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "caskade", Name: "merge_output_bytes_total",
-		Help: "Bytes of data files written by merges run by the server.",
-	})
-	m.mergeRecords = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "caskade", Name: "merge_records_total",
-		Help: "Live records rewritten by merges run by the server.",
-	})
-	m.syncDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: "caskade", Name: "sync_duration_seconds",
-		Help:    "Duration of explicit syncs (DB.Sync) run by the server.",
-		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
-	})
-	m.syncErrors = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "caskade", Name: "sync_errors_total",
-		Help: "Explicit syncs that failed.",
-	})
 	m.reg.MustRegister(
 		m.commands, m.errors, m.durations,
 		m.conns, m.connsTotal, m.connsRejected,
-		m.mergeDuration, m.mergeInBytes, m.mergeOutBytes, m.mergeRecords,
-		m.syncDuration, m.syncErrors,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -307,28 +273,6 @@ func (m *Metrics) ConnRejected(protocol string) {
 		return
 	}
 	m.proto(protocol).rejected.Inc()
-}
-
-// ObserveMerge records a merge the caller ran (DB.Merge).
-func (m *Metrics) ObserveMerge(st caskade.MergeStats) {
-	if m == nil {
-		return
-	}
-	m.mergeDuration.Observe(st.Duration.Seconds())
-	m.mergeInBytes.Add(float64(st.InputBytes))
-	m.mergeOutBytes.Add(float64(st.OutputBytes))
-	m.mergeRecords.Add(float64(st.Records))
-}
-
-// ObserveSync records an explicit sync (DB.Sync) the caller ran.
-func (m *Metrics) ObserveSync(d time.Duration, err error) {
-	if m == nil {
-		return
-	}
-	m.syncDuration.Observe(d.Seconds())
-	if err != nil {
-		m.syncErrors.Inc()
-	}
 }
 
 // Registry returns the registry holding every collector, for callers that

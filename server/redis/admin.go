@@ -1093,7 +1093,6 @@ func (s *Server) startMerge() bool {
 			s.log.Error("redis: BGREWRITEAOF (merge) failed", "err", err)
 			return
 		}
-		s.Metrics.ObserveMerge(st)
 		s.log.Info("redis: merge done", "input_files", st.InputFiles, "output_files", st.OutputFiles,
 			"input_bytes", st.InputBytes, "output_bytes", st.OutputBytes, "duration", st.Duration)
 	}()

@@ -123,12 +123,12 @@ func TestInfoExpiredKeys(t *testing.T) {
 	}
 }
 
-// TestBgrewriteaofInMetrics: the merge BGREWRITEAOF runs is one the server
-// runs, so it shows in caskade_merge_duration_seconds and caskade_merge_*
-// ("merges run by the server"); they stayed at 0 under caskade serve.
+// TestBgrewriteaofInMetrics: the merge BGREWRITEAOF runs shows in
+// caskade_merge_duration_seconds and caskade_merge_*, which read the
+// engine's merge totals; they stayed at 0 under caskade serve.
 func TestBgrewriteaofInMetrics(t *testing.T) {
-	m := metrics.New(nil)
-	ts := startServer(t, func(s *Server) { s.Metrics = m })
+	var m *metrics.Metrics
+	ts := startServer(t, func(s *Server) { m = metrics.New(s.DB); s.Metrics = m })
 	c := ts.dial()
 	c.do(cmd("SET", "k", "1"), "+OK\r\n")
 	c.do(cmd("SET", "k", "2"), "+OK\r\n")
