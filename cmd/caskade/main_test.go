@@ -804,3 +804,66 @@ func TestServeWarnsOfABackup(t *testing.T) {
 		t.Fatalf("a plain directory was called a backup:\n%s", plain.log.String())
 	}
 }
+
+// nonLoopbackIP returns an address of this machine that is not loopback,
+// or skips the test.
+func nonLoopbackIP(t *testing.T) net.IP {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			return n.IP
+		}
+	}
+	t.Skip("no non-loopback IPv4 address to connect from")
+	return nil
+}
+
+// --protected-mode no serves clients from other addresses without a
+// password, on every front end; by default they are refused.
+func TestServeProtectedMode(t *testing.T) {
+	ip := nonLoopbackIP(t)
+	for _, mode := range []string{"yes", "no"} {
+		t.Run(mode, func(t *testing.T) {
+			r, err := start(t, "--dir", filepath.Join(t.TempDir(), "d"), "--protected-mode", mode,
+				"--redis-addr", "0.0.0.0:0", "--memcache-addr", "0.0.0.0:0", "--http-addr", "0.0.0.0:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			port := func(i int) string { return strconv.Itoa(r.addrs[i].(*net.TCPAddr).Port) }
+			open := mode == "no"
+			// The first line of the reply to request, over TCP from ip.
+			firstLine := func(port, request string) string {
+				c, err := net.Dial("tcp", net.JoinHostPort(ip.String(), port))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				c.Write([]byte(request))
+				line, _ := bufio.NewReader(c).ReadString('\n')
+				return line
+			}
+			if line := firstLine(port(0), "PING\r\n"); open != (line == "+PONG\r\n") || (!open && !strings.HasPrefix(line, "-DENIED")) {
+				t.Errorf("Redis from %s: %q", ip, line)
+			}
+			if line := firstLine(port(1), "version\r\n"); open != strings.HasPrefix(line, "VERSION ") {
+				t.Errorf("memcached from %s: %q", ip, line)
+			}
+			res, err := http.Get("http://" + net.JoinHostPort(ip.String(), port(2)) + "/v1/kv/k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if want := map[bool]int{true: 404, false: 403}[open]; res.StatusCode != want {
+				t.Errorf("HTTP from %s: %d, want %d", ip, res.StatusCode, want)
+			}
+			if open != strings.Contains(r.log.String(), "protected mode is off") {
+				t.Errorf("the warning is logged: %v, want %v", !open, open)
+			}
+		})
+	}
+}

@@ -66,6 +66,7 @@ type serveConfig struct {
 	redisSocket     string
 	redisSocketPerm socketPerm
 	requirepass     string
+	protectedMode   yesNo
 	maxclients      int
 	timeout         int
 	databases       int
@@ -156,6 +157,8 @@ github.com/caskade/caskade/cmd/caskade" for the details.`,
 	f.StringVar(&cfg.redisSocket, "redis-socket", "", "Redis protocol unix socket path (empty disables)")
 	f.Var(&cfg.redisSocketPerm, "redis-socket-perm", "permissions of the --redis-socket file, in octal as for chmod, e.g. 700 or 770 (0: as the umask leaves them, usually 755)")
 	f.StringVar(&cfg.requirepass, "requirepass", "", "password clients must give with AUTH or HELLO (empty: none, loopback clients only)")
+	cfg.protectedMode = true
+	f.Var(&cfg.protectedMode, "protected-mode", "yes: without --requirepass, serve only loopback clients (as Redis's protected-mode); no: serve any client that reaches a listener")
 	f.IntVar(&cfg.maxclients, "maxclients", redis.DefaultMaxClients, "maximum number of connected clients of each front end: Redis (all its listeners together), memcached (TCP) and HTTP")
 	f.IntVar(&cfg.timeout, "timeout", 0, "close connections idle for this many seconds (0: never; HTTP keep-alive connections then close after 2 minutes idle)")
 	f.IntVar(&cfg.databases, "databases", redis.DefaultDatabases, "number of databases (SELECT 0..N-1), at most 256")
@@ -385,19 +388,20 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 	// /metrics on the HTTP address).
 	m := metrics.New(db)
 	srv := &redis.Server{
-		Metrics:      m,
-		DB:           db,
-		Password:     cfg.requirepass,
-		MaxClients:   cfg.maxclients,
-		IdleTimeout:  time.Duration(cfg.timeout) * time.Second,
-		Databases:    cfg.databases,
-		Sync:         policy,
-		Version:      versionString(),
-		ConfigFile:   cfg.config,
-		BackupDir:    filepath.Join(cfg.dir, "backups"),
-		Logger:       log,
-		ShutdownFunc: shutdown,
-		EventLoops:   cfg.eventLoops,
+		Metrics:              m,
+		DB:                   db,
+		Password:             cfg.requirepass,
+		DisableProtectedMode: !bool(cfg.protectedMode),
+		MaxClients:           cfg.maxclients,
+		IdleTimeout:          time.Duration(cfg.timeout) * time.Second,
+		Databases:            cfg.databases,
+		Sync:                 policy,
+		Version:              versionString(),
+		ConfigFile:           cfg.config,
+		BackupDir:            filepath.Join(cfg.dir, "backups"),
+		Logger:               log,
+		ShutdownFunc:         shutdown,
+		EventLoops:           cfg.eventLoops,
 	}
 
 	var listeners []net.Listener
@@ -448,8 +452,13 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		tlsListener = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 		listeners = append(listeners, tlsListener)
 	}
-	mc := &memcache.Server{DB: db, MaxConns: cfg.maxclients, IdleTimeout: srv.IdleTimeout, Password: cfg.requirepass, Logger: log, Metrics: m, EventLoops: cfg.eventLoops}
-	web := &httpapi.Server{DB: db, MaxConns: cfg.maxclients, Password: cfg.requirepass, EnablePprof: cfg.pprof, Logger: log, Metrics: m}
+	mc := &memcache.Server{DB: db, MaxConns: cfg.maxclients, IdleTimeout: srv.IdleTimeout, Password: cfg.requirepass,
+		DisableProtectedMode: srv.DisableProtectedMode, Logger: log, Metrics: m, EventLoops: cfg.eventLoops}
+	web := &httpapi.Server{DB: db, MaxConns: cfg.maxclients, Password: cfg.requirepass,
+		DisableProtectedMode: srv.DisableProtectedMode, EnablePprof: cfg.pprof, Logger: log, Metrics: m}
+	if !cfg.protectedMode && cfg.requirepass == "" {
+		log.Warn("caskade: protected mode is off and no password is set: any client that reaches a listener can read and change everything")
+	}
 	if srv.IdleTimeout > 0 {
 		// 0 means never for Redis and memcached clients; an HTTP
 		// keep-alive connection keeps its own bound then.
@@ -551,6 +560,31 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 	}
 	return nil
 }
+
+// yesNo is a boolean flag written as in redis.conf: yes or no (true,
+// false, 1 and 0 are taken too).
+type yesNo bool
+
+func (b *yesNo) String() string {
+	if *b {
+		return "yes"
+	}
+	return "no"
+}
+
+func (b *yesNo) Set(s string) error {
+	switch strings.ToLower(s) {
+	case "yes", "true", "1":
+		*b = true
+	case "no", "false", "0":
+		*b = false
+	default:
+		return fmt.Errorf("want yes or no")
+	}
+	return nil
+}
+
+func (b *yesNo) Type() string { return "yes|no" }
 
 // socketPerm is the --redis-socket-perm flag: permission bits in octal,
 // as chmod takes them (700, 0770 or 0o660); 0 leaves them to the umask.
