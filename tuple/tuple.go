@@ -2,7 +2,9 @@
 // bytewise order matches the order of the tuples, byte-compatible with the
 // FoundationDB tuple layer (design/tuple.md in apple/foundationdb). Its names
 // follow the FoundationDB Go binding (package fdb/tuple), so code written
-// against that binding ports by changing the import path.
+// against that binding ports by changing the import path, except for
+// ranges: Tuple.Range returns two []byte where the binding has
+// FDBRangeKeys and FDBRangeKeySelectors.
 //
 // # Types
 //
