@@ -707,7 +707,9 @@ func TestServeUnixSocketPerm(t *testing.T) {
 }
 
 // TestServeIdleTimeoutAllProtocols checks that --timeout closes idle
-// connections of every front end: Redis, memcached and HTTP keep-alive.
+// connections of every front end: Redis, memcached and HTTP keep-alive,
+// after a request and also before any: net/http would otherwise wait for
+// an HTTP connection's first request header for its own 10 s.
 func TestServeIdleTimeoutAllProtocols(t *testing.T) {
 	r, err := start(t, "--dir", filepath.Join(t.TempDir(), "d"), "--redis-addr", "127.0.0.1:0",
 		"--memcache-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--timeout", "1")
@@ -722,64 +724,39 @@ func TestServeIdleTimeoutAllProtocols(t *testing.T) {
 		"version\r\n",
 		"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
 	}
-	conns := make([]net.Conn, len(r.addrs))
-	for i, a := range r.addrs {
-		c, err := net.Dial("tcp", a.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if _, err := c.Write([]byte(requests[i])); err != nil {
-			t.Fatal(err)
-		}
-		conns[i] = c
-	}
-	for i, c := range conns {
-		a := r.addrs[i]
-		// The reply, then the close: well before this deadline, which
-		// only keeps a failing test from hanging.
-		c.SetReadDeadline(time.Now().Add(30 * time.Second))
-		got, err := io.ReadAll(c)
-		if err != nil {
-			t.Fatalf("%s: the idle connection was not closed: %v (read %q)", a, err, got)
-		}
-		if len(got) == 0 {
-			t.Fatalf("%s: no reply before the close", a)
-		}
-	}
-}
-
-// TestServeIdleTimeoutBeforeFirstRequest checks that --timeout also closes
-// a connection that never sends a request: Redis and memcached count it as
-// idle, and so must HTTP, where net/http would otherwise wait for the first
-// request's header for its own 10 s.
-func TestServeIdleTimeoutBeforeFirstRequest(t *testing.T) {
-	r, err := start(t, "--dir", filepath.Join(t.TempDir(), "d"), "--redis-addr", "127.0.0.1:0",
-		"--memcache-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--timeout", "1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.addrs) != 3 {
-		t.Fatalf("listening on %v", r.addrs)
-	}
-	conns := make([]net.Conn, len(r.addrs))
 	start := time.Now()
-	for i, a := range r.addrs {
-		c, err := net.Dial("tcp", a.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		conns[i] = c
+	type conn struct {
+		net.Conn
+		silent bool
 	}
-	for i, c := range conns {
-		// Closed after the 1 s timeout: well before this deadline, which
-		// is still shorter than net/http's 10 s header timeout.
+	var conns []conn
+	for i, a := range r.addrs {
+		for _, silent := range []bool{false, true} {
+			c, err := net.Dial("tcp", a.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if !silent {
+				if _, err := c.Write([]byte(requests[i])); err != nil {
+					t.Fatal(err)
+				}
+			}
+			conns = append(conns, conn{c, silent})
+		}
+	}
+	for _, c := range conns {
+		// The reply, if asked for, then the close after the 1 s timeout:
+		// well before this deadline, which is still shorter than
+		// net/http's 10 s header timeout.
 		c.SetReadDeadline(start.Add(5 * time.Second))
 		got, err := io.ReadAll(c)
 		if err != nil {
-			t.Fatalf("%s: a connection idle from the start was not closed by --timeout 1: %v after %v (read %q)",
-				r.addrs[i], err, time.Since(start).Round(time.Millisecond), got)
+			t.Fatalf("%s (silent %v): the idle connection was not closed by --timeout 1: %v after %v (read %q)",
+				c.RemoteAddr(), c.silent, err, time.Since(start).Round(time.Millisecond), got)
+		}
+		if !c.silent && len(got) == 0 {
+			t.Fatalf("%s: no reply before the close", c.RemoteAddr())
 		}
 	}
 }
