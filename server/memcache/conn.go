@@ -40,6 +40,7 @@ func newConn(s *Server, nc net.Conn, lc *netloop.Conn) *conn {
 	c.sess.authed = s.Password == ""
 	c.sess.r.before = c.beforeRead
 	c.sess.flush = c.flush
+	c.sess.backlogged = func() bool { return c.looped() && c.lc.Backlogged() }
 	return c
 }
 
@@ -207,6 +208,11 @@ func (c *conn) end() {
 func (c *conn) serveRead() {
 	ss := &c.sess
 	unflushed := 0 // commands run since replies were last written
+	if ss.resume != nil {
+		// A multi-get its event loop stopped part way (leaveLoop).
+		ss.finishResume()
+		unflushed++
+	}
 	for {
 		err := ss.step()
 		if ss.r.nread > 0 {

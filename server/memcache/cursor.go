@@ -57,12 +57,28 @@ func (ss *session) cursor(k []byte, withCas bool) string {
 	if end == nil || bytes.Compare(end, []byte{0xff}) > 0 {
 		end = []byte{0xff}
 	}
+	return ss.cursorPage(&cursorPage{begin: begin, end: end, limit: limit}, withCas)
+}
+
+// cursorPage is a cursor request's page in progress: the keys in
+// [begin, end) still to list, and the counts so far.
+type cursorPage struct {
+	begin, end []byte
+	limit      int
+	n, skipped int
+}
+
+// cursorPage lists the keys of page. On an event loop whose client is not
+// taking its replies, it stops after an item and leaves the rest of the
+// page in ss.resume (see session.pause).
+func (ss *session) cursorPage(page *cursorPage, withCas bool) string {
+	begin, end, limit := page.begin, page.end, page.limit
 	it, err := ss.s.DB.NewIterator(&caskade.IterOptions{LowerBound: begin, UpperBound: end})
 	if err != nil {
 		return serverError(err)
 	}
 	defer it.Close()
-	n, skipped := 0, 0
+	n, skipped := page.n, page.skipped
 	maxSkips := ss.s.cursorSkips
 	if maxSkips <= 0 {
 		maxSkips = maxCursorSkips
@@ -94,6 +110,11 @@ func (ss *session) cursor(k []byte, withCas bool) string {
 		n++
 		if !ss.room() {
 			return errReplyTooLarge
+		}
+		if n < limit && ss.pause() {
+			next := append(append([]byte(nil), key...), 0)
+			ss.resume = &resumeGet{page: &cursorPage{begin: next, end: end, limit: limit, n: n, skipped: skipped}}
+			return ""
 		}
 	}
 	if err := it.Err(); err != nil {

@@ -123,6 +123,12 @@ func (c *conn) Serve() {
 			c.closeOnLoop(err)
 			return
 		}
+		if ss.resume != nil {
+			// A multi-get whose client is not taking its reply: its
+			// goroutine finishes it, waiting for the client.
+			c.leaveLoop()
+			return
+		}
 	}
 }
 

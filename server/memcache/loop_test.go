@@ -314,3 +314,49 @@ func storeBig(t *testing.T, ts *testServer, size int) (*rawClient, string) {
 	}
 	return c, v
 }
+
+// TestLoopMultiGetSlowReader checks that a multi-get whose client does not
+// read its reply does not pile the whole reply up on the event loop: one
+// get line of a few hundred bytes naming many large values (or a cursor
+// page of them) made the loop queue every item, as large as the keys times
+// the item size (GiBs), where memcached holds only references to them.
+// The loop now stops after an item once the client falls behind and the
+// connection's goroutine finishes the reply, whole and in order.
+func TestLoopMultiGetSlowReader(t *testing.T) {
+	wiretest.SkipWithoutLoops(t)
+	ts := startServer(t, func(s *Server) { s.EventLoops = 1 })
+	const size, n = 256 << 10, 40 // 20 MiB of replies in all
+	_, v := storeBig(t, ts, size)
+	w := ts.dial(t)
+	var want strings.Builder
+	for i := range n {
+		w.send(fmt.Sprintf("set c:%02d 0 0 %d\r\n%s\r\n", i, size, v))
+		if l := w.line(); l != "STORED\r\n" {
+			t.Fatal(l)
+		}
+		fmt.Fprintf(&want, "VALUE c:%02d 0 %d\r\n%s\r\n", i, size, v)
+	}
+	for range n {
+		fmt.Fprintf(&want, "VALUE big 0 %d\r\n%s\r\n", size, v)
+	}
+	want.WriteString("END\r\nVERSION " + MemcachedVersion + "\r\n")
+	w.c.Close()
+
+	slow := ts.dial(t)
+	slow.send("get ?type=cursor&prefix=c:&limit=100" + strings.Repeat(" big", n) + "\r\nversion\r\n")
+	var sc *conn
+	waitFor(t, "the slow connection's reply to back up", func() bool {
+		ts.s.mu.Lock()
+		defer ts.s.mu.Unlock()
+		for x := range ts.s.conns {
+			sc = x
+		}
+		return sc != nil && (!sc.looped() || sc.lc.Queued() > 4<<20)
+	})
+	if q := sc.lc.Queued(); q > 4<<20 {
+		t.Fatalf("the loop queued %d bytes of one multi-get's reply", q)
+	}
+	if got := slow.read(want.Len()); got != want.String() {
+		t.Fatal("the multi-get's reply differs")
+	}
+}

@@ -77,6 +77,11 @@ type session struct {
 	ended      time.Time    // when the last command ended, if the next one runs right after it
 	pend       pendingSets  // TCP only
 	onLoop     bool         // an event loop serves the connection: sets wait for the end of its turn
+	// backlogged, if set, reports whether replies wait unsent on an
+	// event loop; resume then holds the rest of a multi-get that stopped
+	// there (see pause).
+	backlogged func() bool
+	resume     *resumeGet
 }
 
 func (ss *session) init(s *Server, r *reader, udp bool) {
@@ -117,6 +122,24 @@ func (ss *session) room() bool {
 		ss.midFlushes++
 	}
 	return true
+}
+
+// pause is called between the items of a multi-item reply. It reports
+// whether the command must stop there, leaving the rest in ss.resume:
+// on an event loop, when the replies already written have not all been
+// sent (room flushed them and the client is not reading), since the
+// loop cannot wait and would otherwise hold the whole reply in memory,
+// as large as a get line's keys times the item size.
+func (ss *session) pause() bool {
+	return ss.backlogged != nil && ss.backlogged()
+}
+
+// finishResume runs the rest of a multi-get that an event loop stopped
+// (see pause), on the connection's goroutine.
+func (ss *session) finishResume() {
+	g := ss.resume
+	ss.resume = nil
+	ss.retrieveKeys(g, len(ss.out))
 }
 
 // truncate drops the replies after position n of out.

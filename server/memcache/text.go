@@ -169,7 +169,6 @@ func (ss *session) appendValue(key, val []byte, flags uint32, cas uint64, withCa
 
 // retrieve implements get, gets, gat and gats.
 func (ss *session) retrieve(cmd commandID) {
-	s := ss.s
 	touch := cmd == cmdGat || cmd == cmdGats
 	withCas := cmd == cmdGets || cmd == cmdGats
 	first := 1
@@ -198,7 +197,28 @@ func (ss *session) retrieve(cmd commandID) {
 			return
 		}
 	}
-	mark, flushes := len(ss.out), ss.midFlushes
+	ss.retrieveKeys(&resumeGet{keys: keys, touch: touch, withCas: withCas, exp: exp}, len(ss.out))
+}
+
+// resumeGet is what is left of a multi-get that an event loop stopped
+// serving part way, for the connection's own goroutine to finish: the
+// rest of a cursor page, then the keys still to look up.
+type resumeGet struct {
+	page    *cursorPage
+	keys    [][]byte
+	touch   bool
+	withCas bool
+	exp     time.Time
+}
+
+// retrieveKeys appends the items of g's keys, and END, to the reply
+// begun at mark in out. On an event loop whose client is not taking its
+// replies (see pause), it stops after an item and leaves the rest in
+// ss.resume, copied, rather than pile up the whole reply unsent.
+func (ss *session) retrieveKeys(g *resumeGet, mark int) {
+	s := ss.s
+	touch, withCas, exp, now := g.touch, g.withCas, g.exp, ss.now
+	flushes := ss.midFlushes
 	fail := func(msg string) {
 		if ss.midFlushes != flushes {
 			mark = 0 // part of the reply is already sent
@@ -206,8 +226,19 @@ func (ss *session) retrieve(cmd commandID) {
 		ss.truncate(mark)
 		ss.replyError(msg)
 	}
+	if g.page != nil {
+		if msg := ss.cursorPage(g.page, withCas); msg != "" {
+			fail(msg)
+			return
+		}
+		if ss.resume != nil {
+			ss.resume.keys, ss.resume.withCas = copyKeys(g.keys), withCas
+			return
+		}
+	}
+	keys := g.keys
 	for i, k := range keys {
-		if i > 0 {
+		if i > 0 || g.page != nil {
 			// Over UDP each item is its own message; END goes with the
 			// last key's (alone if it missed), as in memcached.
 			ss.mark()
@@ -215,6 +246,10 @@ func (ss *session) retrieve(cmd commandID) {
 		if !touch && isCursorKey(k) {
 			if msg := ss.cursor(k, withCas); msg != "" {
 				fail(msg)
+				return
+			}
+			if ss.resume != nil {
+				ss.resume.keys, ss.resume.withCas = copyKeys(keys[i+1:]), withCas
 				return
 			}
 			continue
@@ -258,8 +293,21 @@ func (ss *session) retrieve(cmd commandID) {
 			fail(errReplyTooLarge)
 			return
 		}
+		if i+1 < len(keys) && ss.pause() {
+			ss.resume = &resumeGet{keys: copyKeys(keys[i+1:]), touch: touch, withCas: withCas, exp: exp}
+			return
+		}
 	}
 	ss.out = append(ss.out, "END\r\n"...)
+}
+
+// copyKeys copies keys that point into the read buffer.
+func copyKeys(keys [][]byte) [][]byte {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = append([]byte(nil), k...)
+	}
+	return out
 }
 
 // storage implements set, add, replace, append, prepend and cas:

@@ -541,6 +541,14 @@ func (c *Conn) drain(now time.Time) {
 // leave further input waiting until it has drained.
 func (c *Conn) Backlogged() bool { return c.backlog.Load() }
 
+// Queued returns the number of output bytes queued, waiting for the
+// socket to take them.
+func (c *Conn) Queued() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.wq)
+}
+
 // WriteErr reports the error of a failed write, if any.
 func (c *Conn) WriteErr() error {
 	c.mu.Lock()

@@ -37,6 +37,9 @@ func (*Conn) WriteErr() error { return nil }
 // Hup reports false.
 func (*Conn) Hup() bool { return false }
 
+// Queued reports 0.
+func (*Conn) Queued() int { return 0 }
+
 // Attached reports false.
 func (*Conn) Attached() bool { return false }
 
