@@ -506,6 +506,10 @@ var configParams = []configParam{
 		set: func(s *Server, v string) string {
 			return setMem(v, 1<<20, math.MaxInt64, func(n int64) { s.cfg.protoMaxBulkLen = n })
 		}},
+	{name: "tracking-table-max-keys", get: func(s *Server) string { return strconv.FormatInt(s.cfg.trackingMaxKeys, 10) },
+		set: func(s *Server, v string) string {
+			return setInt(v, 0, math.MaxInt64, func(n int64) { s.cfg.trackingMaxKeys = n })
+		}},
 	{name: "slowlog-log-slower-than", get: func(s *Server) string {
 		if s.cfg.slowlogSlower < 0 {
 			return "-1"

@@ -233,7 +233,8 @@
 // Before authentication, requests are limited as in Redis (10 arguments,
 // 16 KiB per argument, 1 MiB per command); afterwards by
 // proto-max-bulk-len (512 MiB). Other limits: MaxClients, IdleTimeout, the
-// engine's key and value sizes. As in Redis, a client that reads its
+// engine's key and value sizes, tracking-table-max-keys (1000000, as in
+// Redis: the CLIENT TRACKING table then forgets keys, invalidating them). As in Redis, a client that reads its
 // replies slowly is never cut off for it, and reads no more commands
 // until it has taken them (so the replies held for it stay bounded); a
 // client served off the event loops that takes no part of a reply for a

@@ -24,6 +24,9 @@ const (
 	DefaultSlowlogSlower   = 10 * time.Millisecond
 	DefaultSlowlogMaxLen   = 128
 	DefaultProtoMaxBulkLen = 512 << 20
+	// DefaultTrackingTableMaxKeys is the default tracking-table-max-keys
+	// (Redis's): the most keys the CLIENT TRACKING table remembers.
+	DefaultTrackingTableMaxKeys = 1_000_000
 	// MaxDatabases is the largest Databases value: database n > 0 lives
 	// under the two-byte key prefix 0xff n.
 	MaxDatabases = 256
@@ -155,6 +158,10 @@ type runtimeConfig struct {
 	slowlogMaxLen   int
 	protoMaxBulkLen int64
 	protected       bool
+	// trackingMaxKeys is tracking-table-max-keys (0: no limit), read
+	// lock-free through trackMaxAtomic.
+	trackingMaxKeys int64
+	trackMaxAtomic  atomic.Int64
 }
 
 type serverStats struct {
@@ -197,6 +204,7 @@ func (s *Server) init() {
 			c.protoMaxBulkLen = DefaultProtoMaxBulkLen
 		}
 		c.protected = !s.DisableProtectedMode
+		c.trackingMaxKeys = DefaultTrackingTableMaxKeys
 		c.publish()
 		// Not written back to s.Databases: Serve for another listener
 		// may be reading it (Validate) meanwhile.
@@ -641,6 +649,7 @@ func (c *runtimeConfig) publish() {
 	c.idleAtomic.Store(int64(c.idleTimeout))
 	c.bulkAtomic.Store(c.protoMaxBulkLen)
 	c.slowAtomic.Store(int64(c.slowlogSlower))
+	c.trackMaxAtomic.Store(c.trackingMaxKeys)
 }
 
 // dbLoad is what the database held when the server started (INFO's

@@ -149,7 +149,28 @@ func (t *tracker) remember(c *client, cmd *command, args [][]byte) {
 		}
 		set[c] = struct{}{}
 	}
+	if max := t.s.cfg.trackMaxAtomic.Load(); max > 0 && int64(len(t.keys)) > max {
+		t.evict(max)
+	}
 	t.mu.Unlock()
+}
+
+// evict forgets keys, any of them, until the table holds max, as Redis
+// does over tracking-table-max-keys: the clients that may cache an
+// evicted key are told to drop it, since no change of it will reach them
+// any more. Without the bound, a tracking client reading ever new keys
+// (missing ones too) grew the table without limit. The caller holds t.mu.
+func (t *tracker) evict(max int64) {
+	for k, set := range t.keys {
+		if int64(len(t.keys)) <= max {
+			return
+		}
+		key := [][]byte{[]byte(k)}
+		for c := range set {
+			t.send(c, key, false)
+		}
+		delete(t.keys, k)
+	}
 }
 
 // snapshotRead follows a read that a CSK transaction served from its

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -365,4 +366,52 @@ func TestTrackingBcastPrefixes(t *testing.T) {
 	w.do(cmd("SET", "zzz", "1"), "+OK\r\n")
 	c.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$3\r\nzzz\r\n")
 	c.do(cmd("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "q"), "-ERR Prefix 'q' overlaps with an existing prefix ''"+tail)
+}
+
+// TestTrackingTableMaxKeys checks that the tracking table holds at most
+// tracking-table-max-keys keys, as in Redis: a tracking client reading
+// ever new keys (missing ones too) used to grow it without limit. The
+// client is told to drop each key the table forgets.
+func TestTrackingTableMaxKeys(t *testing.T) {
+	ts := startServer(t, nil)
+	c, w := ts.dial(), ts.dial()
+	w.do(cmd("CONFIG", "GET", "tracking-table-max-keys"), "*2\r\n$23\r\ntracking-table-max-keys\r\n$7\r\n1000000\r\n")
+	w.do(cmd("CONFIG", "SET", "tracking-table-max-keys", "100"), "+OK\r\n")
+	c.send(cmd("HELLO", "3"))
+	if _, err := readRawReply(c.br, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.do(cmd("CLIENT", "TRACKING", "ON"), "+OK\r\n")
+	const n = 300
+	args := []string{"MGET"}
+	for i := range n {
+		args = append(args, fmt.Sprintf("k%d", i))
+	}
+	c.send(cmd(args...))
+	// The invalidations of the forgotten keys come before or after the
+	// reply.
+	evicted, replied := 0, false
+	c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for evicted < n-100 || !replied {
+		r, err := readRawReply(c.br, nil)
+		if err != nil {
+			t.Fatalf("after %d invalidations: %v", evicted, err)
+		}
+		switch {
+		case strings.HasPrefix(string(r), ">2\r\n$10\r\ninvalidate\r\n*1\r\n"):
+			evicted++
+		case !replied && strings.HasPrefix(string(r), fmt.Sprintf("*%d\r\n", n)):
+			replied = true
+		default:
+			t.Fatalf("unexpected reply %.60q", r)
+		}
+	}
+	w.send(cmd("INFO", "stats"))
+	r, err := readRawReply(w.br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(r), "tracking_total_keys:100\r\n") {
+		t.Errorf("the tracking table does not hold 100 keys: %s", r)
+	}
 }
