@@ -3,6 +3,7 @@ package redis
 import (
 	"bytes"
 	"sync"
+	"sync/atomic"
 
 	"github.com/caskade/caskade/resp"
 )
@@ -72,6 +73,11 @@ type tracker struct {
 	// inflight counts keys being written by NOLOOP clients, so that their
 	// own writes are not sent back to them.
 	inflight map[*client][][]byte
+	// forgetting counts the disables since forget last started a scan
+	// (0: none running). forgetHeld is the most keys one of its holds of
+	// mu looked at, for tests.
+	forgetting atomic.Int64
+	forgetHeld int
 }
 
 func newTracker(s *Server) *tracker {
@@ -116,17 +122,52 @@ func (t *tracker) disable(c *client) {
 	delete(t.clients, c)
 	delete(t.bcast, c)
 	delete(t.inflight, c)
-	for k, set := range t.keys {
-		if _, ok := set[c]; ok {
-			delete(set, c)
-			if len(set) == 0 {
-				delete(t.keys, k)
-			}
-		}
-	}
 	n := len(t.clients)
 	t.mu.Unlock()
 	c.s.stats.trackingClient.Store(int64(n))
+	if t.forgetting.Add(1) == 1 {
+		go t.forget()
+	}
+}
+
+// forgetBatch is the number of the table's keys forget looks at per hold
+// of t.mu.
+const forgetBatch = 1024
+
+// forget removes the clients that no longer track from the table's key
+// sets, in the background and a batch of keys per hold of t.mu: every
+// commit, through any protocol, takes t.mu (onCommit), and a scan of the
+// whole table (up to tracking-table-max-keys) at once held them all up
+// for a second when a client that had tracked many keys disconnected. An
+// entry of a client that is tracking again by the time the scan reaches
+// it stays: at worst the client gets an invalidation it can ignore.
+func (t *tracker) forget() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for {
+		seen := 0
+		for k, set := range t.keys {
+			for c := range set {
+				if _, ok := t.clients[c]; !ok {
+					delete(set, c)
+				}
+			}
+			if len(set) == 0 {
+				delete(t.keys, k)
+			}
+			if seen++; seen%forgetBatch == 0 {
+				t.forgetHeld = max(t.forgetHeld, forgetBatch)
+				t.mu.Unlock()
+				t.mu.Lock()
+			}
+		}
+		t.forgetHeld = max(t.forgetHeld, seen%forgetBatch)
+		// Another disable during the scan: scan again for it.
+		if t.forgetting.Add(-1) == 0 {
+			return
+		}
+		t.forgetting.Store(1)
+	}
 }
 
 // remember records that c may cache the keys of a read command it is

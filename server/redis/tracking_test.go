@@ -415,3 +415,52 @@ func TestTrackingTableMaxKeys(t *testing.T) {
 		t.Errorf("the tracking table does not hold 100 keys: %s", r)
 	}
 }
+
+// TestTrackingDisconnectForgetsInBatches checks that the keys a tracking
+// client leaves in the table when it goes are forgotten a batch at a time:
+// the whole table was scanned under the lock that every commit takes, so
+// that a client which had tracked a million keys stalled every write of
+// the server for a second when it disconnected.
+func TestTrackingDisconnectForgetsInBatches(t *testing.T) {
+	ts := startServer(t, nil)
+	c, w := ts.dial(), ts.dial()
+	c.send(cmd("HELLO", "3"))
+	if _, err := readRawReply(c.br, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.do(cmd("CLIENT", "TRACKING", "ON"), "+OK\r\n")
+	w.send(cmd("HELLO", "3"))
+	if _, err := readRawReply(w.br, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.do(cmd("CLIENT", "TRACKING", "ON"), "+OK\r\n")
+	w.do(cmd("GET", "kept"), "_\r\n")
+	const n, batch = 10240, 1024 // forgetBatch
+	args := []string{"MGET"}
+	for i := range n {
+		args = append(args, fmt.Sprintf("k%d", i))
+	}
+	c.send(cmd(args...))
+	if r, err := readRawReply(c.br, nil); err != nil || !strings.HasPrefix(string(r), fmt.Sprintf("*%d\r\n", n)) {
+		t.Fatalf("MGET: %.40q %v", r, err)
+	}
+	c.nc.Close()
+	tr := ts.srv.track
+	waitFor(t, "the closed client's keys to be forgotten", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return len(tr.keys) == 1 && tr.forgetting.Load() == 0
+	})
+	tr.mu.Lock()
+	held := tr.forgetHeld
+	tr.mu.Unlock()
+	if held > batch {
+		t.Fatalf("one hold of the tracking lock looked at %d keys", held)
+	}
+	// The other client's key is still tracked.
+	ts.dial().do(cmd("SET", "kept", "1"), "+OK\r\n")
+	w.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if r, err := readRawReply(w.br, nil); err != nil || string(r) != ">2\r\n$10\r\ninvalidate\r\n*1\r\n$4\r\nkept\r\n" {
+		t.Fatalf("invalidation of kept: %q %v", r, err)
+	}
+}
