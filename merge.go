@@ -11,11 +11,13 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/caskade/caskade/internal/keydir"
 	"github.com/caskade/caskade/internal/record"
 	"github.com/caskade/caskade/internal/segment"
+	"github.com/caskade/caskade/vfs"
 )
 
 // MergeStats reports what a merge did.
@@ -49,6 +51,9 @@ type MergeProgress struct {
 // still reads them. A crash at any point leaves a database that opens with
 // exactly the acknowledged data. Only one merge runs at a time; a second
 // call waits. ctx cancels the merge, leaving the database as it was.
+// Where the file system reports its free space (vfs.FreeSpacer), a merge
+// whose output would not fit fails at once with an error wrapping
+// syscall.ENOSPC, instead of filling the disk part way.
 func (db *DB) Merge(ctx context.Context) (MergeStats, error) {
 	return db.merge(ctx, true, nil)
 }
@@ -196,6 +201,9 @@ func (m *merger) run() error {
 			return err
 		}
 	}
+	if err := m.checkRoom(total); err != nil {
+		return err
+	}
 	m.stats.InputFiles = len(m.inputs)
 	m.limiter = rateLimiter{perSec: db.opts.MergeBytesPerSec}
 
@@ -257,6 +265,40 @@ func (m *merger) run() error {
 		}
 	}
 	return m.retireInputs()
+}
+
+// checkRoom fails the merge up front, with an error wrapping ENOSPC, when
+// the file system says it has no room for the outputs. A merge keeps its
+// inputs until its last output is in place, so one that ran out of space
+// part way would keep the outputs it had finished too, and with them the
+// room that writes need (and an automatic merge would do so again at
+// every MergeInterval). live is the input's live bytes, an upper bound of
+// the output's size (keys that have expired count in it): the exact size
+// is only worked out when the free space is below it.
+func (m *merger) checkRoom(live int64) error {
+	free, ok := vfs.FreeSpace(m.db.fs, m.db.dir)
+	if !ok {
+		return nil
+	}
+	// Each output has its header, and its last block partly filled.
+	const perFile = record.FileHeaderSize + 4096
+	outSize := func(n int64) int64 { return n + (n/m.db.opts.MaxFileSize+1)*perFile }
+	if free >= outSize(live) {
+		return nil
+	}
+	var need int64
+	it := m.view.tree.Iter()
+	defer it.Release()
+	for ok := it.First(); ok; ok = it.Next() {
+		e := it.Entry()
+		if m.inputs[e.FileID] != nil && !e.Expired(m.view.nowMs) {
+			need += int64(record.HeaderSize + len(it.Key()) + int(e.ValLen))
+		}
+	}
+	if need == 0 || free >= outSize(need) {
+		return nil
+	}
+	return fmt.Errorf("the output needs about %d bytes and %d are free: %w", outSize(need), free, syscall.ENOSPC)
 }
 
 // carryTombstones writes, when only some sealed files are merged, a

@@ -155,6 +155,18 @@ func (e *FS) Space() int64 {
 	return e.space
 }
 
+// FreeSpace implements vfs.FreeSpacer: the space left when SetSpace
+// limits it, or else what the inner file system reports.
+func (e *FS) FreeSpace(dir string) (int64, error) {
+	if n := e.Space(); n >= 0 {
+		return n, nil
+	}
+	if n, ok := vfs.FreeSpace(e.inner, dir); ok {
+		return n, nil
+	}
+	return 0, pathErr("statfs", dir, vfs.ErrUnsupported)
+}
+
 // Reset removes every fault and makes space unlimited. It does not reset
 // the counts.
 func (e *FS) Reset() {
