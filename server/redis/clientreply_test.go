@@ -90,10 +90,7 @@ func testClientReply(t *testing.T, ts *testServer) {
 func TestClientReplyPushes(t *testing.T) {
 	ts := startServer(t, nil)
 	c, w := ts.dial(), ts.dial()
-	c.send(cmd("HELLO", "3"))
-	if _, err := readRawReply(c.br, nil); err != nil {
-		t.Fatal(err)
-	}
+	c.hello3()
 	c.do(cmd("CLIENT", "TRACKING", "ON"), "+OK\r\n")
 	c.do(cmd("GET", "a"), "_\r\n")
 	c.send(cmd("CLIENT", "REPLY", "OFF"))

@@ -103,6 +103,15 @@ func (ts *testServer) dial() *rawConn {
 	return &rawConn{t: ts.t, nc: nc, br: bufio.NewReader(nc)}
 }
 
+// hello3 switches the connection to RESP3 and reads HELLO's reply.
+func (c *rawConn) hello3() {
+	c.t.Helper()
+	c.send(cmd("HELLO", "3"))
+	if _, err := readRawReply(c.br, nil); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
 func (c *rawConn) send(s string) {
 	c.t.Helper()
 	c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))

@@ -158,9 +158,7 @@ func TestCskRangeRaw(t *testing.T) {
 
 	// RESP3: the same flat array, so that order is kept.
 	c.do(cmd("SELECT", "0"), "+OK\r\n")
-	c.send(cmd("HELLO", "3"))
-	for c.readLine() != "*0\r\n" { // the end of HELLO's map: modules
-	}
+	c.hello3()
 	c.do(cmd("CSK.RANGE", "FROM", "c"), kv("c", "3", "d", "4"))
 	c.do(cmd("CSK.RANGE", "KEYSONLY", "LIMIT", "1"), kv("a"))
 }
@@ -280,9 +278,7 @@ func TestCskGetKey(t *testing.T) {
 	c.do(cmd("CSK.GETKEY", "bar", "0", "0"), "$0\r\n\r\n")
 	c.do(cmd("CSK.GETKEY", "foo", "1", "1"), "$-1\r\n")
 	c.do(cmd("CSK.GETKEY", "bar", "1", "1"), "$4\r\nbar1\r\n")
-	c.send(cmd("HELLO", "3"))
-	for c.readLine() != "*0\r\n" { // the end of HELLO's map: modules
-	}
+	c.hello3()
 	c.do(cmd("CSK.GETKEY", "foo", "1", "1"), "_\r\n")
 	c.do(cmd("CSK.GETKEY", "bar", "0", "0"), "$0\r\n\r\n")
 }

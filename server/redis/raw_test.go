@@ -658,9 +658,7 @@ func TestCommandInfoAsRedis(t *testing.T) {
 		"*3\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n*0\r\n*0\r\n*0\r\n"+
 		"*10\r\n$11\r\nclient|list\r\n:-2\r\n*4\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"+
 		"*4\r\n+@admin\r\n+@slow\r\n+@dangerous\r\n+@connection\r\n*1\r\n$23\r\nnondeterministic_output\r\n*0\r\n*0\r\n")
-	c.send(cmd("HELLO", "3"))
-	for c.readLine() != "*0\r\n" {
-	}
+	c.hello3()
 	c.do(cmd("COMMAND", "INFO", "ping"), "*1\r\n*10\r\n$4\r\nping\r\n:-1\r\n~1\r\n+fast\r\n:0\r\n:0\r\n:0\r\n"+
 		"~2\r\n+@fast\r\n+@connection\r\n~2\r\n$25\r\nrequest_policy:all_shards\r\n$29\r\nresponse_policy:all_succeeded\r\n~0\r\n~0\r\n")
 	c.send(cmd("COMMAND", "LIST", "FILTERBY", "ACLCAT", "dangerous"))

@@ -94,9 +94,7 @@ func TestRueidisClientSideCaching(t *testing.T) {
 func TestTrackingRaw(t *testing.T) {
 	ts := startServer(t, nil)
 	c := ts.dial()
-	c.send(cmd("HELLO", "3"))
-	for c.readLine() != "*0\r\n" {
-	}
+	c.hello3()
 	c.do(cmd("CLIENT", "TRACKING", "ON"), "+OK\r\n")
 	c.do(cmd("GET", "a"), "_\r\n")
 	c.do(cmd("MGET", "b", "c"), "*2\r\n_\r\n_\r\n")
@@ -151,9 +149,7 @@ func TestTrackingRaw(t *testing.T) {
 func TestTrackingRedirect(t *testing.T) {
 	ts := startServer(t, nil)
 	target := ts.dial()
-	target.send(cmd("HELLO", "3"))
-	for target.readLine() != "*0\r\n" {
-	}
+	target.hello3()
 	target.send(cmd("CLIENT", "ID"))
 	id := target.readLine()
 	c := ts.dial()
@@ -171,10 +167,7 @@ func TestTrackingRedirect(t *testing.T) {
 func TestInvalidationBeforeLaterReplies(t *testing.T) {
 	ts := startServer(t, nil)
 	tr, other := ts.dial(), ts.dial()
-	tr.send(cmd("HELLO", "3"))
-	if _, err := readRawReply(tr.br, nil); err != nil {
-		t.Fatal(err)
-	}
+	tr.hello3()
 	tr.do(cmd("CLIENT", "TRACKING", "ON"), "+OK\r\n")
 	for i := range 1000 {
 		if i == 0 {
@@ -200,10 +193,7 @@ func TestInvalidationBeforeLaterReplies(t *testing.T) {
 func TestTrackingCSKSnapshotRead(t *testing.T) {
 	ts := startServer(t, nil)
 	tr, other := ts.dial(), ts.dial()
-	tr.send(cmd("HELLO", "3"))
-	if _, err := readRawReply(tr.br, nil); err != nil {
-		t.Fatal(err)
-	}
+	tr.hello3()
 	other.do(cmd("SET", "k", "v1"), "+OK\r\n")
 	other.do(cmd("SET", "j", "w1"), "+OK\r\n")
 	tr.do(cmd("CLIENT", "TRACKING", "ON"), "+OK\r\n")
@@ -231,10 +221,7 @@ func TestTrackingExpiredOnAccess(t *testing.T) {
 	ts := startServerOpts(t, &caskade.Options{Sync: caskade.SyncNone, ExpiryPeriod: -1,
 		Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
 	c, w := ts.dial(), ts.dial()
-	c.send(cmd("HELLO", "3"))
-	if _, err := readRawReply(c.br, nil); err != nil {
-		t.Fatal(err)
-	}
+	c.hello3()
 	c.do(cmd("CLIENT", "TRACKING", "ON"), "+OK\r\n")
 	const push = ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n"
 
@@ -321,9 +308,7 @@ func rueidisCaching(t *testing.T, addr string) (rueidis.Client, <-chan string) {
 func TestTrackingBcastPrefixes(t *testing.T) {
 	ts := startServer(t, nil)
 	c := ts.dial()
-	c.send(cmd("HELLO", "3"))
-	for c.readLine() != "*0\r\n" {
-	}
+	c.hello3()
 	const tail = ". Prefixes for a single client must not overlap.\r\n"
 	for _, tc := range []struct{ args []string }{
 		{[]string{"a", "a"}}, {[]string{"ab", "a"}}, {[]string{"a", "b", "ab"}},
@@ -377,10 +362,7 @@ func TestTrackingTableMaxKeys(t *testing.T) {
 	c, w := ts.dial(), ts.dial()
 	w.do(cmd("CONFIG", "GET", "tracking-table-max-keys"), "*2\r\n$23\r\ntracking-table-max-keys\r\n$7\r\n1000000\r\n")
 	w.do(cmd("CONFIG", "SET", "tracking-table-max-keys", "100"), "+OK\r\n")
-	c.send(cmd("HELLO", "3"))
-	if _, err := readRawReply(c.br, nil); err != nil {
-		t.Fatal(err)
-	}
+	c.hello3()
 	c.do(cmd("CLIENT", "TRACKING", "ON"), "+OK\r\n")
 	const n = 300
 	args := []string{"MGET"}
@@ -424,15 +406,9 @@ func TestTrackingTableMaxKeys(t *testing.T) {
 func TestTrackingDisconnectForgetsInBatches(t *testing.T) {
 	ts := startServer(t, nil)
 	c, w := ts.dial(), ts.dial()
-	c.send(cmd("HELLO", "3"))
-	if _, err := readRawReply(c.br, nil); err != nil {
-		t.Fatal(err)
-	}
+	c.hello3()
 	c.do(cmd("CLIENT", "TRACKING", "ON"), "+OK\r\n")
-	w.send(cmd("HELLO", "3"))
-	if _, err := readRawReply(w.br, nil); err != nil {
-		t.Fatal(err)
-	}
+	w.hello3()
 	w.do(cmd("CLIENT", "TRACKING", "ON"), "+OK\r\n")
 	w.do(cmd("GET", "kept"), "_\r\n")
 	const n, batch = 10240, 1024 // forgetBatch
