@@ -298,8 +298,19 @@ func (m *merger) checkRoom(live int64) error {
 	if need == 0 || free >= outSize(need) {
 		return nil
 	}
-	return fmt.Errorf("the output needs about %d bytes and %d are free: %w", outSize(need), free, syscall.ENOSPC)
+	return &roomError{need: outSize(need), free: free}
 }
+
+// roomError is checkRoom's: it wraps syscall.ENOSPC.
+type roomError struct {
+	need, free int64 // bytes
+}
+
+func (e *roomError) Error() string {
+	return fmt.Sprintf("the output needs about %d bytes and %d are free: %v", e.need, e.free, syscall.ENOSPC)
+}
+
+func (e *roomError) Unwrap() error { return syscall.ENOSPC }
 
 // carryTombstones writes, when only some sealed files are merged, a
 // tombstone for each key whose newest record in the inputs is dead for
@@ -803,18 +814,128 @@ func (db *DB) startMerging() {
 		<-db.stop
 		cancel()
 	}()
+	a := db.newAutoMerger(db.opts.MergeInterval)
 	db.every(db.opts.MergeInterval, func() bool {
-		db.autoMerge(ctx)
+		a.tick(ctx)
 		return true
 	})
 }
 
-// autoMerge is one tick of the automatic merge: it merges if mergePlan
-// says so. Tests call it to drive the ticks themselves.
-func (db *DB) autoMerge(ctx context.Context) {
-	if due, only := db.mergePlan(); due {
-		if _, err := db.merge(ctx, false, only); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed) {
-			db.opts.Logger.Error("caskade: automatic merge failed", "err", err)
+// mergeBackoffMax caps the wait of the automatic merge after failures.
+const mergeBackoffMax = time.Hour
+
+// autoMerger is the state of the automatic merge between its ticks. A
+// merge that keeps failing (a disk too full for its output, an I/O error)
+// is not tried at every tick: the wait doubles after each failure in a
+// row, up to mergeBackoffMax, and only the first failure of a run is
+// logged as an error (then one warning per attempt, saying when the next
+// one is due). The wait ends early when the cause goes away: a merge that
+// succeeds meanwhile (Merge), nothing left to merge, or, for a merge
+// refused for want of room, enough free space. Merge itself is never held
+// back.
+type autoMerger struct {
+	db    *DB
+	retry backoff
+	// Of the last failure: its errno (0: none), the free space the merge
+	// needed (0: unknown), and Stats().Merges then.
+	errno  syscall.Errno
+	need   int64
+	merges int
+}
+
+func (db *DB) newAutoMerger(period time.Duration) *autoMerger {
+	return &autoMerger{db: db, retry: backoff{period: period, max: mergeBackoffMax}}
+}
+
+// tick is one tick of the automatic merge: it merges if mergePlan says so
+// and the backoff allows. Tests call it to drive the ticks themselves.
+func (a *autoMerger) tick(ctx context.Context) {
+	db := a.db
+	due, only := db.mergePlan()
+	if !due {
+		a.retry.reset()
+		return
+	}
+	if a.retry.failures > 0 {
+		db.mu.RLock()
+		merged := db.merges != a.merges
+		db.mu.RUnlock()
+		if merged {
+			a.retry.reset()
+		} else if a.need > 0 {
+			if free, ok := vfs.FreeSpace(db.fs, db.dir); ok && free >= a.need {
+				a.retry.now()
+			}
 		}
 	}
+	if a.retry.skip() {
+		return
+	}
+	_, err := db.merge(ctx, false, only)
+	switch {
+	case err == nil:
+		if a.retry.failures > 0 {
+			db.opts.Logger.Info("caskade: automatic merge succeeded after failing", "failures", a.retry.failures)
+		}
+		a.retry.reset()
+		return
+	case errors.Is(err, context.Canceled) || errors.Is(err, ErrClosed):
+		return
+	}
+	var errno syscall.Errno
+	errors.As(err, &errno)
+	a.need = 0
+	var re *roomError
+	if errors.As(err, &re) {
+		a.need = re.need
+	}
+	db.mu.RLock()
+	a.merges = db.merges
+	db.mu.RUnlock()
+	first := a.retry.failures == 0 || errno != a.errno
+	a.errno = errno
+	wait := a.retry.failed()
+	if first {
+		db.opts.Logger.Error("caskade: automatic merge failed", "err", err, "retry_in", wait)
+	} else {
+		db.opts.Logger.Warn("caskade: automatic merge failed again", "err", err,
+			"failures", a.retry.failures, "retry_in", wait)
+	}
 }
+
+// backoff spaces out the attempts of a periodic background job that keeps
+// failing: after the k-th failure in a row it lets 2^k periods pass, at
+// most max (and at least one period), before the next attempt. It is
+// not safe for concurrent use; its job's goroutine owns it.
+type backoff struct {
+	period   time.Duration
+	max      time.Duration
+	failures int // in a row
+	wait     int // ticks to let pass before the next attempt
+}
+
+// skip reports whether this tick must pass without an attempt.
+func (b *backoff) skip() bool {
+	if b.wait > 0 {
+		b.wait--
+		return true
+	}
+	return false
+}
+
+// failed counts a failure and returns the wait before the next attempt.
+func (b *backoff) failed() time.Duration {
+	b.failures++
+	n := 1 << min(b.failures, 30)
+	if b.period > 0 {
+		n = min(n, max(1, int(b.max/b.period)))
+	}
+	b.wait = n - 1
+	return time.Duration(n) * b.period
+}
+
+// now lets the next tick make an attempt, without forgetting the failures.
+func (b *backoff) now() { b.wait = 0 }
+
+// reset forgets the failures.
+func (b *backoff) reset() { b.failures, b.wait = 0, 0 }

@@ -3,10 +3,18 @@ package caskade
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/caskade/caskade/vfs"
+	"github.com/caskade/caskade/vfs/errorfs"
 )
 
 // TestAutomaticMergeSettles drives the automatic merge tick by tick with
@@ -46,8 +54,9 @@ func TestAutomaticMergeSettles(t *testing.T) {
 			ticks := func(db *DB, want int) {
 				t.Helper()
 				before := db.Stats().Merges
+				a := db.newAutoMerger(time.Minute)
 				for range 50 {
-					db.autoMerge(context.Background())
+					a.tick(context.Background())
 				}
 				if n := db.Stats().Merges - before; n != want {
 					t.Fatalf("%d automatic merges in 50 ticks with nothing written, want %d: files %+v", n, want, db.Stats().Files)
@@ -74,5 +83,147 @@ func TestAutomaticMergeSettles(t *testing.T) {
 				mustGet(t, db, k, v)
 			}
 		})
+	}
+}
+
+// logRecorder is a slog.Handler that keeps the level and message of every
+// record, for tests that count log lines.
+type logRecorder struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (h *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (h *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *logRecorder) WithGroup(string) slog.Handler            { return h }
+
+func (h *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recs = append(h.recs, r.Clone())
+	return nil
+}
+
+// take returns the records whose message starts with prefix, as "LEVEL
+// message" lines, and forgets every record.
+func (h *logRecorder) take(prefix string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, r := range h.recs {
+		if strings.HasPrefix(r.Message, prefix) {
+			line := r.Level.String() + " " + r.Message
+			r.Attrs(func(a slog.Attr) bool {
+				if a.Key == "retry_in" {
+					line += " retry_in=" + a.Value.String()
+				}
+				return true
+			})
+			out = append(out, line)
+		}
+	}
+	h.recs = nil
+	return out
+}
+
+// TestAutomaticMergeBacksOff drives the automatic merge tick by tick on a
+// disk too full for its output. It used to try, and log an error, at
+// every tick; now the wait doubles after each failure (one warning per
+// attempt after the first error), a merge is tried at once when the room
+// comes back, and Merge is never held back.
+func TestAutomaticMergeBacksOff(t *testing.T) {
+	efs := errorfs.New(vfs.NewMem())
+	logs := &logRecorder{}
+	db := openTest(t, "/db", &Options{FS: efs, MaxFileSize: 4 << 10, ExpiryPeriod: -1, MergeInterval: -1,
+		MergeMinDeadBytes: 1, Logger: slog.New(logs)})
+	fill := func() {
+		t.Helper()
+		for round := range 2 {
+			for i := range 40 {
+				if err := db.Set(fmt.Appendf(nil, "k%02d", i), bytes.Repeat([]byte{byte('a' + round)}, 100)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		sealActive(t, db)
+	}
+	fill()
+	const period = time.Minute
+	a := db.newAutoMerger(period)
+	attempts := func() int { return int(db.Stats().MergeTimings.Count) }
+	ticks := func(n int) (tried []int) {
+		t.Helper()
+		for i := range n {
+			before := attempts()
+			a.tick(context.Background())
+			if attempts() != before {
+				tried = append(tried, i)
+			}
+		}
+		return tried
+	}
+	logs.take("")
+	efs.SetSpace(1000) // less than the live data
+	// Attempts at ticks 0, 2, 6, 14, 30, 62, 122, then every hour (60
+	// ticks): 2^k periods after the k-th failure, at most an hour.
+	want := []int{0, 2, 6, 14, 30, 62, 122, 182}
+	if got := ticks(200); !slices.Equal(got, want) {
+		t.Fatalf("attempts at ticks %v, want %v", got, want)
+	}
+	wantLog := []string{"ERROR caskade: automatic merge failed retry_in=2m0s"}
+	for _, d := range []string{"4m0s", "8m0s", "16m0s", "32m0s", "1h0m0s", "1h0m0s", "1h0m0s"} {
+		wantLog = append(wantLog, "WARN caskade: automatic merge failed again retry_in="+d)
+	}
+	if got := logs.take("caskade: automatic merge"); !slices.Equal(got, wantLog) {
+		t.Fatalf("log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantLog, "\n"))
+	}
+	if n := db.Stats().MergeFailures; n != len(want) {
+		t.Fatalf("MergeFailures = %d, want %d", n, len(want))
+	}
+
+	// Merge runs at once, backoff or not.
+	before := attempts()
+	if _, err := db.Merge(context.Background()); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Merge on a full disk: %v, want ENOSPC", err)
+	}
+	if attempts() != before+1 {
+		t.Fatal("Merge did not run")
+	}
+
+	// Room again: the next tick merges, without waiting out the hour.
+	efs.SetSpace(1 << 30)
+	if got := ticks(1); !slices.Equal(got, []int{0}) {
+		t.Fatalf("with room again, the next tick did not merge (attempts at %v)", got)
+	}
+	if n := db.Stats().Merges; n != 1 {
+		t.Fatalf("Merges = %d, want 1 (%v)", n, db.Stats().MergeFailures)
+	}
+	if got, want := logs.take("caskade: automatic merge"), []string{"INFO caskade: automatic merge succeeded after failing"}; !slices.Equal(got, want) {
+		t.Fatalf("log %q, want %q", got, want)
+	}
+	for i := range 40 {
+		mustGet(t, db, fmt.Sprintf("k%02d", i), strings.Repeat("b", 100))
+	}
+
+	// A success forgets the failures: the next failure is an error again,
+	// with the shortest wait.
+	fill()
+	efs.SetSpace(1000)
+	if got, want := ticks(3), []int{0, 2}; !slices.Equal(got, want) {
+		t.Fatalf("attempts at ticks %v after a success, want %v", got, want)
+	}
+	wantLog = []string{"ERROR caskade: automatic merge failed retry_in=2m0s", "WARN caskade: automatic merge failed again retry_in=4m0s"}
+	if got := logs.take("caskade: automatic merge"); !slices.Equal(got, wantLog) {
+		t.Fatalf("log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantLog, "\n"))
+	}
+	// So does a Merge that succeeds.
+	efs.SetSpace(-1)
+	if _, err := db.Merge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fill()
+	efs.SetSpace(1000)
+	if got, want := ticks(1), []int{0}; !slices.Equal(got, want) {
+		t.Fatalf("attempts at ticks %v after a Merge, want %v", got, want)
 	}
 }

@@ -109,7 +109,12 @@ type Options struct {
 	ExpiryPeriod time.Duration
 	// MergeInterval is how often the database checks whether to merge on
 	// its own (default one minute); a negative value disables automatic
-	// merges (Merge still works).
+	// merges (Merge still works). An automatic merge that keeps failing
+	// (a disk too full for its output, an I/O error) backs off: the wait
+	// doubles after each failure in a row, up to an hour, and ends early
+	// once the free space it lacked is there or a merge succeeds. The
+	// first failure of a run is logged as an error, the next ones as
+	// warnings saying when the merge is tried again.
 	MergeInterval time.Duration
 	// MergeDeadRatio triggers a merge of every sealed file when dead bytes
 	// make up at least this share of them (default 0.5), provided there
