@@ -1,11 +1,17 @@
 package caskade
 
 import (
+	"cmp"
+	"errors"
+	"maps"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"syscall"
 	"time"
 
 	"github.com/caskade/caskade/internal/segment"
+	"github.com/caskade/caskade/vfs"
 )
 
 // hintWorker writes hint files for sealed data files.
@@ -15,6 +21,7 @@ func (db *DB) hintWorker() {
 		select {
 		case id := <-db.hints:
 			db.hintsWriting.Store(true)
+			// A failure leaves the file to hintRetrier.
 			db.writeHintIfLive(id)
 			db.hintsWriting.Store(false)
 		case <-db.stop:
@@ -34,20 +41,23 @@ func (db *DB) hintWorker() {
 // writeHintIfLive writes the hint file of a sealed data file unless merge
 // has retired the file. It takes turns with merge, so a hint is never
 // written beside a file merge is retiring.
-func (db *DB) writeHintIfLive(id uint32) {
+func (db *DB) writeHintIfLive(id uint32) error {
 	db.mergeMu.Lock()
 	defer db.mergeMu.Unlock()
 	db.mu.RLock()
 	_, live := db.fset.files[id]
 	db.mu.RUnlock()
-	if live {
-		db.writeHint(id)
+	if !live {
+		db.hintDone(id)
+		return nil
 	}
+	return db.writeHint(id)
 }
 
 // writeHint scans the sealed data file id and writes its hint file. A
-// failure only costs a scan at the next open, so it is logged, not returned.
-func (db *DB) writeHint(id uint32) {
+// failure only costs a scan at the next open, so it is logged, and the
+// file is left to hintRetrier, which tries again later.
+func (db *DB) writeHint(id uint32) error {
 	path := filepath.Join(db.dir, segment.DataName(id))
 	// Scan the file through its memory mapping where there is one, rather
 	// than reading a copy of it (up to MaxFileSize) into the heap.
@@ -67,8 +77,125 @@ func (db *DB) writeHint(id uint32) {
 		err = segment.WriteHintsFromData(db.fs, db.dir, id, b, path, db.lim, newCourtesy().pause)
 	}
 	if err != nil {
-		db.opts.Logger.Warn("caskade: cannot write hint file", "file", path, "err", err)
+		if db.hintFailed(id) {
+			db.opts.Logger.Warn("caskade: cannot write hint file; will try again later", "file", path, "err", err)
+		}
+		return err
 	}
+	db.hintDone(id)
+	return nil
+}
+
+// hintFailed adds sealed data file id to the files whose hint files are to
+// be written later (hintRetrier), and reports whether it was not among
+// them yet.
+func (db *DB) hintFailed(id uint32) bool {
+	db.hintMu.Lock()
+	defer db.hintMu.Unlock()
+	if _, ok := db.hintsLater[id]; ok {
+		return false
+	}
+	if db.hintsLater == nil {
+		db.hintsLater = map[uint32]struct{}{}
+	}
+	db.hintsLater[id] = struct{}{}
+	return true
+}
+
+// hintDone drops data file id from the files whose hint files are to be
+// written later: it has one now, or it is gone.
+func (db *DB) hintDone(id uint32) {
+	db.hintMu.Lock()
+	defer db.hintMu.Unlock()
+	delete(db.hintsLater, id)
+}
+
+// Hint files that could not be written (a full disk, an I/O error, a full
+// queue) are tried again every hintRetryPeriod, with the wait doubling
+// after each round that fails, up to hintBackoffMax; a round that failed
+// for want of space is tried at the next tick once there is room enough.
+// A data file without its hint file costs only a scan at the next Open,
+// but that scan is slow for a large database, so it is worth the retries.
+const (
+	hintRetryPeriod = 10 * time.Second
+	hintBackoffMax  = 10 * time.Minute
+)
+
+// hintRetrier is the state of the retries of hint files between ticks.
+type hintRetrier struct {
+	db    *DB
+	retry backoff
+	need  int64 // free space the last failed round lacked (0: unknown)
+}
+
+func (db *DB) newHintRetrier(period time.Duration) *hintRetrier {
+	return &hintRetrier{db: db, retry: backoff{period: period, max: hintBackoffMax}}
+}
+
+// tick is one tick of the retries: it writes the hint files that are
+// waiting, if the backoff allows. Tests call it to drive the ticks
+// themselves.
+func (r *hintRetrier) tick() bool {
+	db := r.db
+	db.hintMu.Lock()
+	ids := slices.Sorted(maps.Keys(db.hintsLater))
+	db.hintMu.Unlock()
+	if len(ids) == 0 {
+		r.retry.reset()
+		return true
+	}
+	if r.retry.failures > 0 && r.need > 0 {
+		if free, ok := vfs.FreeSpace(db.fs, db.dir); ok && free >= r.need {
+			r.retry.now()
+		}
+	}
+	if r.retry.skip() {
+		return true
+	}
+	var failed []uint32
+	var first error
+	for _, id := range ids {
+		select {
+		case <-db.stop:
+			return false
+		default:
+		}
+		if err := db.writeHintIfLive(id); err != nil {
+			failed = append(failed, id)
+			first = cmp.Or(first, err)
+		}
+	}
+	if len(failed) == 0 {
+		if r.retry.failures > 0 {
+			db.opts.Logger.Info("caskade: wrote the hint files that had failed", "files", len(ids))
+		}
+		r.retry.reset()
+		return true
+	}
+	r.need = 0
+	if errors.Is(first, syscall.ENOSPC) {
+		r.need = db.hintRoom(failed)
+	}
+	wait := r.retry.failed()
+	db.opts.Logger.Warn("caskade: cannot write hint files yet", "files", len(failed), "err", first, "retry_in", wait)
+	return true
+}
+
+// hintRoom returns about how much free space the hint files of the data
+// files ids need: a hint file entry is at most 4 bytes longer than the
+// record it describes (record.HintHeaderSize against record.HeaderSize),
+// which has 33 bytes at least, so at most 37/33 of the data file, or
+// about an eighth more.
+func (db *DB) hintRoom(ids []uint32) int64 {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	var n int64
+	for _, id := range ids {
+		if f := db.fset.files[id]; f != nil {
+			n += f.Size() + f.Size()/8 + 4096
+		}
+	}
+	return n
 }
 
 // Active expiry, as Redis does it: every period, sample keys that have a

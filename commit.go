@@ -776,7 +776,8 @@ func (db *DB) activeFor(n int64, lastVer uint64) (*segment.File, error) {
 		select {
 		case db.hints <- f.ID:
 		default:
-			db.opts.Logger.Warn("caskade: hint queue full; the file will be scanned at next open", "file", f.Path)
+			db.hintFailed(f.ID)
+			db.opts.Logger.Warn("caskade: hint queue full; writing the hint file later", "file", f.Path)
 		}
 		// Sealed for good: if starting the next file fails (a full disk),
 		// the next write tries again without sealing this one twice.

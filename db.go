@@ -104,7 +104,8 @@ type DB struct {
 	commits      atomic.Uint64 // commits in them (Stats.Commits)
 	stop         chan struct{}
 	hintMu       sync.Mutex
-	hintSizes    map[uint32]int64 // lengths of hint files seen by Stats
+	hintSizes    map[uint32]int64    // lengths of hint files seen by Stats; guarded by hintMu
+	hintsLater   map[uint32]struct{} // sealed files whose hint files failed, for hintRetrier; guarded by hintMu
 	bg           sync.WaitGroup
 	hints        chan uint32
 	writeBehind  chan struct{} // wakes writeBehindWorker (nil under SyncAlways)
@@ -196,6 +197,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 			db.startMerging()
 		}
 		db.every(compactCheck, db.compactKeysIfDead)
+		db.every(hintRetryPeriod, db.newHintRetrier(hintRetryPeriod).tick)
 	}
 	return db, nil
 }
@@ -436,7 +438,8 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool, scratch *[]byte) file
 	}
 	if len(res.damage) == 0 {
 		if err := segment.WriteHints(db.fs, db.dir, id, res.hints); err != nil {
-			db.opts.Logger.Warn("caskade: cannot write hint file", "file", dataPath, "err", err)
+			db.hintFailed(id)
+			db.opts.Logger.Warn("caskade: cannot write hint file; will try again later", "file", dataPath, "err", err)
 		}
 	}
 	return res

@@ -548,7 +548,8 @@ func (m *merger) finishOutput() error {
 	m.stats.OutputBytes += out.Size()
 	// Merge's hints are already in key order, one per key.
 	if err := segment.WriteHints(m.db.fs, m.db.dir, out.ID, segment.BuildHints(m.hints, out.Size())); err != nil {
-		m.db.opts.Logger.Warn("caskade: merge could not write a hint file", "file", out.Path, "err", err)
+		m.db.hintFailed(out.ID)
+		m.db.opts.Logger.Warn("caskade: merge could not write a hint file; will try again later", "file", out.Path, "err", err)
 	}
 	out.MapFor(out.Size())
 	m.db.switchTo(out, m.minVer, m.maxVer, m.tomb, m.moves)
@@ -578,6 +579,7 @@ func (m *merger) retireInputs() error {
 	for id := range m.inputs {
 		delete(files, id)
 		delete(db.fstats, id)
+		db.hintDone(id)
 	}
 	db.fset = newFileSet(files)
 	old.release()

@@ -78,7 +78,10 @@ type Stats struct {
 	KeyBytes, KeyDeadBytes int64
 	KeyCompactions         int
 	// HintsPending counts the sealed data files whose hint files are
-	// queued or being written; each holds memory while it is written.
+	// queued or being written (each holds memory while it is written), or
+	// wait to be written again after a failure (a full disk, say): they
+	// are retried in the background, every 10 s at first and less often
+	// while they keep failing, so that the next Open reads them.
 	HintsPending int
 	// Commits counts the commits (writes, batches, transactions) since
 	// Open, and Groups the group commits that wrote them: one write, and
@@ -133,6 +136,9 @@ func (db *DB) Stats() Stats {
 	slices.SortFunc(s.Files, func(a, b FileStats) int { return cmp.Compare(a.ID, b.ID) })
 	db.mu.RUnlock()
 	db.addHintSizes(&s)
+	db.hintMu.Lock()
+	s.HintsPending += len(db.hintsLater)
+	db.hintMu.Unlock()
 	return s
 }
 
