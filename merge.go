@@ -249,7 +249,11 @@ func (m *merger) run() error {
 		if err := m.add(key, r, e); err != nil {
 			return err
 		}
-		if m.limiter.wait(size) {
+		slept, err := m.limiter.wait(m.ctx, size)
+		if err != nil {
+			return err
+		}
+		if slept {
 			polite.rested()
 		}
 	}
@@ -366,7 +370,9 @@ func (m *merger) carryTombstones() error {
 				return err
 			}
 		}
-		m.limiter.wait(size)
+		if _, err := m.limiter.wait(m.ctx, size); err != nil {
+			return err
+		}
 	}
 	return m.finishOutput()
 }
@@ -668,9 +674,11 @@ type rateLimiter struct {
 }
 
 // wait sleeps until n more bytes are due, and reports whether it slept.
-func (r *rateLimiter) wait(n int64) bool {
+// It returns ctx's error as soon as ctx is done: at a small rate a sleep
+// can last minutes, and Close cancels the automatic merge and waits for it.
+func (r *rateLimiter) wait(ctx context.Context, n int64) (bool, error) {
 	if r.perSec <= 0 {
-		return false
+		return false, nil
 	}
 	if r.start.IsZero() {
 		r.start = time.Now()
@@ -678,10 +686,16 @@ func (r *rateLimiter) wait(n int64) bool {
 	r.bytes += n
 	due := time.Duration(float64(r.bytes) / float64(r.perSec) * float64(time.Second))
 	if ahead := due - time.Since(r.start); ahead > time.Millisecond {
-		time.Sleep(ahead)
-		return true
+		t := time.NewTimer(ahead)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return true, ctx.Err()
+		}
+		return true, nil
 	}
-	return false
+	return false, nil
 }
 
 // ReclaimableBytes reports how many bytes of data files a Merge started now
