@@ -51,6 +51,9 @@ type op struct {
 	atomic  atomicOp // opAtomic
 	delta   int64    // opAddInt
 	result  int64    // opAddInt: the new value
+	// opSeal: queue the sealed file's hint file for the hint worker
+	// instead of writing it at once (Merge, which retires the file).
+	hintLater bool
 }
 
 // commitReq is one commit: its ops become one batch with one version.
@@ -773,12 +776,7 @@ func (db *DB) activeFor(n int64, lastVer uint64) (*segment.File, error) {
 		if err := f.Seal(); err != nil {
 			return nil, db.stopWrites(fmt.Errorf("sync %s: %w", f.Path, err))
 		}
-		select {
-		case db.hints <- f.ID:
-		default:
-			db.hintFailed(f.ID)
-			db.opts.Logger.Warn("caskade: hint queue full; writing the hint file later", "file", f.Path)
-		}
+		db.queueHint(f)
 		// Sealed for good: if starting the next file fails (a full disk),
 		// the next write tries again without sealing this one twice.
 		db.mu.Lock()
@@ -1034,15 +1032,28 @@ func (db *DB) notify(applies []apply) {
 	}
 }
 
+// queueHint hands the sealed file f to the hint worker, or, if its queue
+// is full, to hintRetrier.
+func (db *DB) queueHint(f *segment.File) {
+	select {
+	case db.hints <- f.ID:
+	default:
+		db.hintFailed(f.ID)
+		db.opts.Logger.Warn("caskade: hint queue full; writing the hint file later", "file", f.Path)
+	}
+}
+
 // sealFor handles opSeal requests of a group: it seals the active file, so
 // that every file holding committed data is immutable, and hands each
 // request a view of exactly that state. The next write starts a new file.
 func (db *DB) sealFor(group []*commitReq) error {
 	var seals []*op
+	later := true
 	for _, r := range group {
 		for i := range r.ops {
 			if r.ops[i].kind == opSeal {
 				seals = append(seals, &r.ops[i])
+				later = later && r.ops[i].hintLater
 			}
 		}
 	}
@@ -1056,8 +1067,16 @@ func (db *DB) sealFor(group []*commitReq) error {
 		db.mu.Lock()
 		db.active.Store(nil)
 		db.mu.Unlock()
-		// The hint is written now rather than queued, so a backup finds it.
-		db.writeHint(f.ID)
+		if later {
+			// A merge is about to retire the file: writing its hint file
+			// here, with every commit waiting, was time lost (seconds for
+			// a full file). The hint worker writes it if the merge fails.
+			db.queueHint(f)
+		} else {
+			// The hint is written now rather than queued, so a backup
+			// finds it.
+			db.writeHint(f.ID)
+		}
 	}
 	for _, o := range seals {
 		o.view = db.newView()

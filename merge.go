@@ -77,7 +77,7 @@ func (db *DB) merge(ctx context.Context, sealActive bool, only []uint32) (MergeS
 		return MergeStats{}, werr
 	}
 	if sealActive && db.activeHasDead() {
-		ops := []op{{kind: opSeal}}
+		ops := []op{{kind: opSeal, hintLater: true}}
 		if _, err := db.commit(ops); err != nil {
 			return MergeStats{}, fmt.Errorf("caskade: merge: %w", err)
 		}
