@@ -227,3 +227,47 @@ func TestAutomaticMergeBacksOff(t *testing.T) {
 		t.Fatalf("attempts at ticks %v after a Merge, want %v", got, want)
 	}
 }
+
+// TestAutomaticMergeBacksOffOnIOError: a persistent I/O error backs off as
+// a full disk does; a failure with another cause is an error again.
+func TestAutomaticMergeBacksOffOnIOError(t *testing.T) {
+	efs := errorfs.New(vfs.NewMem())
+	logs := &logRecorder{}
+	db := openTest(t, "/db", &Options{FS: efs, MaxFileSize: 4 << 10, ExpiryPeriod: -1, MergeInterval: -1,
+		MergeMinDeadBytes: 1, Logger: slog.New(logs)})
+	for round := range 2 {
+		for i := range 40 {
+			if err := db.Set(fmt.Appendf(nil, "k%02d", i), bytes.Repeat([]byte{byte('a' + round)}, 100)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sealActive(t, db)
+	efs.InjectFunc(errorfs.OpCreate, func(name string) error {
+		if strings.HasSuffix(name, ".data.tmp") {
+			return syscall.EIO
+		}
+		return nil
+	})
+	a := db.newAutoMerger(time.Second)
+	logs.take("")
+	for range 20 { // attempts at 0, 2, 6, 14
+		a.tick(context.Background())
+	}
+	want := []string{"ERROR caskade: automatic merge failed retry_in=2s", "WARN caskade: automatic merge failed again retry_in=4s",
+		"WARN caskade: automatic merge failed again retry_in=8s", "WARN caskade: automatic merge failed again retry_in=16s"}
+	if got := logs.take("caskade: automatic merge"); !slices.Equal(got, want) {
+		t.Fatalf("log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Now the disk is full instead: another cause, an error again, and
+	// the wait keeps doubling.
+	efs.Reset()
+	efs.SetSpace(1000)
+	for range 32 { // attempt at 30
+		a.tick(context.Background())
+	}
+	want = []string{"ERROR caskade: automatic merge failed retry_in=32s"}
+	if got := logs.take("caskade: automatic merge"); !slices.Equal(got, want) {
+		t.Fatalf("log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
