@@ -76,7 +76,15 @@ func (db *DB) writeHint(id uint32) error {
 	if err == nil {
 		err = segment.WriteHintsFromData(db.fs, db.dir, id, b, path, db.lim, newCourtesy().pause)
 	}
-	if err != nil {
+	var damaged *segment.CorruptError
+	switch {
+	case errors.As(err, &damaged):
+		// Trying again would scan the file again for nothing: the next
+		// Open reports the damage.
+		db.hintDone(id)
+		db.opts.Logger.Error("caskade: cannot write hint file: the data file is damaged", "file", path, "err", err)
+		return nil
+	case err != nil:
 		if db.hintFailed(id) {
 			db.opts.Logger.Warn("caskade: cannot write hint file; will try again later", "file", path, "err", err)
 		}

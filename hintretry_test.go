@@ -160,3 +160,44 @@ func TestHintRetriedAfterSealFailure(t *testing.T) {
 		t.Fatalf("HintsPending = %d, want 0", n)
 	}
 }
+
+// TestHintNotRetriedForDamage: a data file whose hint file fails because
+// the file turns out damaged is not scanned again and again.
+func TestHintNotRetriedForDamage(t *testing.T) {
+	mem := vfs.NewMem()
+	efs := errorfs.New(mem)
+	logs := &logRecorder{}
+	db := openTest(t, "/db", &Options{FS: efs, ExpiryPeriod: -1, MergeInterval: -1, Logger: slog.New(logs)})
+	for i := range 50 {
+		if err := db.Set(fmt.Appendf(nil, "k%02d", i), bytes.Repeat([]byte("v"), 50)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	efs.Inject(errorfs.OpCreate, syscall.EIO)
+	sealActive(t, db)
+	efs.Reset()
+	ids := sealedIDs(db)
+	if n := db.Stats().HintsPending; n != 1 || len(ids) != 1 {
+		t.Fatalf("HintsPending = %d with sealed files %v, want 1 and one file", n, ids)
+	}
+	// Damage a record in the middle of the sealed file.
+	f, err := mem.OpenReadWrite("/db/" + segment.DataName(ids[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0xff, 0xff}, 1000); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	logs.take("")
+	r := db.newHintRetrier(time.Second)
+	for range 10 {
+		r.tick()
+	}
+	if n := db.Stats().HintsPending; n != 0 {
+		t.Fatalf("HintsPending = %d for a damaged file, want 0", n)
+	}
+	if got := logs.take("caskade: cannot write hint"); len(got) != 1 || !strings.HasPrefix(got[0], "ERROR ") {
+		t.Fatalf("log %q, want one error", got)
+	}
+}
