@@ -48,8 +48,7 @@ type CheckOptions struct {
 	// Progress, if set, is told how far the check has come: done of total
 	// bytes, where total is the size of the data files (CheckReport.Bytes,
 	// once it is done). It is called with done 0 once the files are
-	// listed, then after each data file is checked (Check reads a whole
-	// data file at a time). It is never called concurrently, done never
+	// listed, then after each data file is checked. It is never called concurrently, done never
 	// goes back, and it reaches total when the check succeeds.
 	Progress func(done, total int64)
 }
@@ -106,8 +105,8 @@ func Check(ctx context.Context, dir string, opts *CheckOptions) (CheckReport, er
 	}
 	newest := newestWriterFile(o.FS, dir, ids)
 	var checked int64 // bytes of the data file checked last, to report
-	// One buffer for every data file: nothing in the report aliases it
-	// (damage holds offsets and formatted errors; BuildHints copies keys).
+	// One chunk buffer for every data file (segment.ScanFile reads a file
+	// a chunk at a time): nothing in the report aliases it.
 	var scratch []byte
 	for i, id := range ids {
 		pm.add(checked)
@@ -116,32 +115,32 @@ func Check(ctx context.Context, dir string, opts *CheckOptions) (CheckReport, er
 			return rep, err
 		}
 		path := filepath.Join(dir, segment.DataName(id))
-		b, err := segment.ReadAllInto(o.FS, path, &scratch)
-		if err != nil {
+		sr, size, err := segment.ScanFile(o.FS, path, segment.ScanSalvage, lim, &scratch)
+		var ce *segment.CorruptError
+		if err != nil && !errors.As(err, &ce) {
 			return rep, fmt.Errorf("caskade: check: %w", err)
 		}
 		rep.Files++
-		rep.Bytes += int64(len(b))
-		if pm != nil && int64(len(b)) != sizes[i] {
-			pm.resize(int64(len(b)) - sizes[i])
+		rep.Bytes += size
+		if pm != nil && size != sizes[i] {
+			pm.resize(size - sizes[i])
 		}
-		checked = int64(len(b)) // reported when the file is done
-		if len(b) < record.FileHeaderSize {
+		checked = size // reported when the file is done
+		if size < record.FileHeaderSize {
 			// The newest file is left without a whole header when the
 			// process dies as it creates it (the next open removes it);
 			// any other file had its header synced before a later one was
 			// made.
 			if i == newest {
-				rep.TornBytes += int64(len(b))
+				rep.TornBytes += size
 			} else {
-				rep.Damage = append(rep.Damage, CheckDamage{Path: path, Offset: 0, End: int64(len(b)),
-					Err: fmt.Errorf("%w: %d bytes, too short for a file header", ErrCorrupt, len(b))})
+				rep.Damage = append(rep.Damage, CheckDamage{Path: path, Offset: 0, End: size,
+					Err: fmt.Errorf("%w: %d bytes, too short for a file header", ErrCorrupt, size)})
 			}
 			continue
 		}
-		sr, err := segment.ScanData(b, path, segment.ScanSalvage, lim)
 		if err != nil {
-			rep.Damage = append(rep.Damage, CheckDamage{Path: path, Offset: 0, End: int64(len(b)), Err: err})
+			rep.Damage = append(rep.Damage, CheckDamage{Path: path, Offset: 0, End: size, Err: err})
 			continue
 		}
 		rep.Records += len(sr.Hints)
@@ -157,7 +156,6 @@ func Check(ctx context.Context, dir string, opts *CheckOptions) (CheckReport, er
 		// records, deletes too. That is damage, never a torn write; so is
 		// damage at the end of a file of the size its hint file records
 		// (which open reads instead of scanning the file).
-		size := int64(len(b))
 		described := hintDataSize(hb, lim)
 		cut := described > size
 		for j, d := range sr.Damage {

@@ -295,8 +295,8 @@ func (db *DB) recover() error {
 	var wg sync.WaitGroup
 	for range min(db.opts.RecoveryWorkers, max(len(ids), 1)) {
 		wg.Go(func() {
-			// One buffer for every data file this worker scans; it dies
-			// with the worker, before Open returns.
+			// One chunk buffer for every data file this worker scans;
+			// it dies with the worker, before Open returns.
 			var scratch []byte
 			for i := range next {
 				results[i] = db.recoverFile(ids[i], i == newest, hasHint[ids[i]], &scratch)
@@ -328,11 +328,11 @@ func (db *DB) recover() error {
 // by scanning it otherwise; it cuts a torn tail of the newest file and
 // writes a missing hint file (unless read-only or damaged).
 //
-// A scanned data file is read into *scratch, which the caller reuses for
-// its next file, so nothing in the result may alias it: the hint file
-// built from the scan copies the keys (BuildHints), and the scan's damage
-// and corruption errors hold only offsets and formatted text. A valid hint
-// file, which the result keeps, is read into a slice of its own.
+// A data file is scanned a chunk at a time through *scratch, which the
+// caller reuses for its next file (segment.ScanFile), so recovery needs
+// memory for the hints, not for whole data files; nothing in the result
+// aliases it. A valid hint file, which the result keeps, is read into a
+// slice of its own.
 func (db *DB) recoverFile(id uint32, newest, hasHint bool, scratch *[]byte) fileResult {
 	res := fileResult{id: id}
 	dataPath := filepath.Join(db.dir, segment.DataName(id))
@@ -367,11 +367,6 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool, scratch *[]byte) file
 		}
 		db.opts.Logger.Warn("caskade: ignoring hint file, scanning the data file", "hint", hintPath, "err", err)
 	}
-	b, err := segment.ReadAllInto(db.fs, dataPath, scratch)
-	if err != nil {
-		res.err = fmt.Errorf("caskade: read %s: %w", dataPath, err)
-		return res
-	}
 	mode := segment.ScanStrict
 	switch {
 	case db.opts.Salvage:
@@ -379,14 +374,19 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool, scratch *[]byte) file
 	case newest:
 		mode = segment.ScanTail
 	}
-	sr, err := segment.ScanData(b, dataPath, mode, db.lim)
+	sr, size, err := segment.ScanFile(db.fs, dataPath, mode, db.lim, scratch)
 	if err != nil {
-		res.err = corruption(err)
+		var ce *segment.CorruptError
+		if errors.As(err, &ce) {
+			res.err = corruption(err)
+		} else {
+			res.err = fmt.Errorf("caskade: read %s: %w", dataPath, err)
+		}
 		return res
 	}
 	res.torn, res.hole, res.damage, res.size = sr.Torn, sr.Hole, sr.Damage, sr.End
 	if len(sr.Damage) > 0 {
-		res.size = int64(len(b))
+		res.size = size
 	}
 	if res.size == 0 {
 		// The newest file's header was torn: it was being created when the
@@ -417,7 +417,7 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool, scratch *[]byte) file
 			db.opts.Logger.Warn("caskade: cut the newest data file at a page of zeros that never reached the disk; "+
 				"the records after it were written after the last sync", "file", dataPath, "offset", res.size,
 				"page", res.hole, "bytes", res.torn)
-		case len(bytes.TrimRight(b[res.size:], "\x00")) == 0:
+		case sr.TornZeros:
 			// Space allocated ahead of the appends, left by a crash.
 			db.opts.Logger.Info("caskade: cut the unwritten space after the last record of the newest data file",
 				"file", dataPath, "offset", res.size, "bytes", res.torn)

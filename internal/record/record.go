@@ -227,8 +227,19 @@ func VerifyChecksum(rec []byte) error {
 	if len(rec) < 4 {
 		return ErrTruncated
 	}
-	want := binary.LittleEndian.Uint32(rec)
-	if got := crc32.Checksum(rec[4:], castagnoli); got != want {
+	return CompareChecksum(binary.LittleEndian.Uint32(rec), crc32.Checksum(rec[4:], castagnoli))
+}
+
+// UpdateChecksum returns crc extended by p: a record's checksum is
+// UpdateChecksum(0, record[4:]), which may be computed a piece at a time,
+// for a record too large to hold in memory at once.
+func UpdateChecksum(crc uint32, p []byte) uint32 { return crc32.Update(crc, castagnoli, p) }
+
+// CompareChecksum returns the error VerifyChecksum gives for a record
+// whose stored checksum is want and whose bytes sum to got, or nil if they
+// are equal.
+func CompareChecksum(want, got uint32) error {
+	if got != want {
 		return fmt.Errorf("%w: checksum mismatch (stored %08x, computed %08x)", ErrCorrupt, want, got)
 	}
 	return nil

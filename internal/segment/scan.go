@@ -40,7 +40,7 @@ type Damage struct {
 // ScanResult is what a scan learned from a data file.
 type ScanResult struct {
 	// Hints lists the committed records in file order. Their keys alias the
-	// scanned buffer.
+	// scanned buffer (ScanData) or are their own (ScanFile).
 	Hints []record.Hint
 	// End is the end of the last committed batch: the length the file
 	// should have.
@@ -55,6 +55,9 @@ type ScanResult struct {
 	// before valid records (see zeroPage): the tail it dropped from End on
 	// holds records, which were never synced.
 	Hole int64
+	// TornZeros reports that the Torn bytes are all zeros: space
+	// allocated ahead of the appends, never written.
+	TornZeros bool
 	// Damage lists the ranges a ScanSalvage scan skipped.
 	Damage []Damage
 }
@@ -68,58 +71,110 @@ var ErrVersionMismatch = errors.New("segment: records of one batch carry differe
 
 // ScanData parses the contents b of the data file at path.
 func ScanData(b []byte, path string, mode ScanMode, lim record.Limits) (ScanResult, error) {
-	return scanData(b, path, mode, lim, nil)
+	return scanData(memWindow(b), path, mode, lim, nil)
 }
 
-// scanData is ScanData; with emit set, committed records go to emit in
-// file order instead of into the result's Hints.
-func scanData(b []byte, path string, mode ScanMode, lim record.Limits, emit func(record.Hint)) (ScanResult, error) {
+// ScanFile scans the data file at path as ScanData scans its contents, but
+// reads it a chunk at a time (scanChunk bytes, or one record's header and
+// key if larger) into *scratch, which it grows as needed and which the
+// caller may reuse for the next file (nil: a new buffer), instead of
+// reading it whole: the scan needs memory for its result, not for the
+// file. The keys of the result's Hints are its own, not *scratch's. It
+// also returns the file's size. A file cut short while it is read, and a
+// failed read, are errors that are not a *CorruptError. Not safe for
+// concurrent use with the same scratch.
+func ScanFile(fs vfs.FS, path string, mode ScanMode, lim record.Limits, scratch *[]byte) (ScanResult, int64, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return ScanResult{}, 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ScanResult{}, 0, err
+	}
+	w := &window{r: f, size: st.Size(), chunk: scanChunk}
+	if scratch != nil {
+		w.buf = (*scratch)[:0]
+		defer func() { *scratch = w.buf[:0] }()
+	}
+	res, err := scanData(w, path, mode, lim, nil)
+	return res, w.size, err
+}
+
+// scanData is ScanData of the file behind w; with emit set, committed
+// records go to emit in file order instead of into the result's Hints.
+// An error reading the file is returned as it is; damage is a
+// *CorruptError.
+func scanData(w *window, path string, mode ScanMode, lim record.Limits, emit func(record.Hint)) (ScanResult, error) {
 	var res ScanResult
+	size := w.size
 	corrupt := func(off int64, err error) error { return &CorruptError{Path: path, Offset: off, Err: err} }
-	if _, err := record.CheckFileHeader(b); err != nil {
+	hdr, err := w.at(0, record.FileHeaderSize)
+	if err != nil {
+		return res, err
+	}
+	if _, err := record.CheckFileHeader(hdr); err != nil {
 		switch {
-		case mode == ScanTail && len(b) <= record.FileHeaderSize && nextValid(b, 0, lim) < 0:
-			// The file was being created when the process died.
-			res.Torn = int64(len(b))
-			return res, nil
-		case mode == ScanSalvage && len(b) >= record.FileHeaderSize:
+		case mode == ScanTail && size <= record.FileHeaderSize:
+			// The file was being created when the process died (no
+			// record fits in it).
+			res.Torn = size
+			res.TornZeros, err = w.allZero(0, size)
+			return res, err
+		case mode == ScanSalvage && size >= record.FileHeaderSize:
 			res.Damage = append(res.Damage, Damage{Offset: 0, End: record.FileHeaderSize, Err: err})
-		case mode == ScanSalvage && len(b) < record.FileHeaderSize:
+		case mode == ScanSalvage && size < record.FileHeaderSize:
 			// Too short for a header: nothing in it to salvage (the newest
 			// file is left so when the process dies as it is created).
-			res.Torn = int64(len(b))
+			res.Torn = size
 			return res, nil
 		default:
 			return res, corrupt(0, err)
 		}
 	}
+	// tail ends a ScanTail scan that drops the bytes from committed on.
+	tail := func(committed, hole int64) (ScanResult, error) {
+		res.End, res.Torn, res.Hole = committed, size-committed, hole
+		var err error
+		res.TornZeros, err = w.allZero(committed, size)
+		return res, err
+	}
 	var pending []record.Hint
 	pendingStart := int64(record.FileHeaderSize)
 	committed := int64(record.FileHeaderSize)
 	off := int64(record.FileHeaderSize)
-	for off < int64(len(b)) {
-		r, err := record.Decode(b[off:], lim)
-		if err == nil && len(pending) > 0 && r.Version != pending[0].Version {
+	for off < size {
+		h, key, err := w.decode(off, lim)
+		if err == nil && len(pending) > 0 && h.Version != pending[0].Version {
 			// The previous batch never got its commit marker.
 			err = ErrVersionMismatch
 		}
 		if err != nil {
-			next := nextValid(b, off+1, lim)
+			if !isDamage(err) {
+				return res, err
+			}
+			next, rerr := nextValid(w, off+1, lim)
+			if rerr != nil {
+				return res, rerr
+			}
 			switch mode {
 			case ScanTail:
 				if next < 0 {
-					res.End, res.Torn = committed, int64(len(b))-committed
-					return res, nil
+					return tail(committed, 0)
 				}
-				if hole := zeroPage(b, off, next); hole >= 0 {
-					res.End, res.Torn, res.Hole = committed, int64(len(b))-committed, hole
-					return res, nil
+				hole, rerr := zeroPage(w, off, next)
+				if rerr != nil {
+					return res, rerr
+				}
+				if hole >= 0 {
+					return tail(committed, hole)
 				}
 				return res, corrupt(off, err)
 			case ScanStrict:
 				return res, corrupt(off, err)
 			}
-			end := int64(len(b))
+			end := size
 			if next >= 0 {
 				end = next
 			}
@@ -132,10 +187,10 @@ func scanData(b []byte, path string, mode ScanMode, lim record.Limits, emit func
 			continue
 		}
 		pending = append(pending, record.Hint{
-			Kind: r.Kind, Version: r.Version, Expiry: r.Expiry, Offset: off, ValLen: r.ValLen, Key: r.Key,
+			Kind: h.Kind, Version: h.Version, Expiry: h.Expiry, Offset: off, ValLen: h.ValLen, Key: w.keep(key),
 		})
-		off += r.Size()
-		if r.Commit {
+		off += h.Size()
+		if h.Commit {
 			if emit != nil {
 				for _, h := range pending {
 					emit(h)
@@ -143,7 +198,7 @@ func scanData(b []byte, path string, mode ScanMode, lim record.Limits, emit func
 			} else {
 				res.Hints = append(res.Hints, pending...)
 			}
-			res.MaxVersion = max(res.MaxVersion, r.Version)
+			res.MaxVersion = max(res.MaxVersion, h.Version)
 			pending = pending[:0]
 			committed, pendingStart = off, off
 		}
@@ -151,51 +206,73 @@ func scanData(b []byte, path string, mode ScanMode, lim record.Limits, emit func
 	if len(pending) > 0 {
 		switch mode {
 		case ScanTail:
-			res.Torn = int64(len(b)) - committed
+			return tail(committed, 0)
 		case ScanStrict:
 			return res, corrupt(pendingStart, ErrIncompleteBatch)
 		case ScanSalvage:
-			res.Damage = append(res.Damage, Damage{Offset: pendingStart, End: int64(len(b)), Err: ErrIncompleteBatch})
+			res.Damage = append(res.Damage, Damage{Offset: pendingStart, End: size, Err: ErrIncompleteBatch})
 		}
 	}
 	res.End = committed
 	return res, nil
 }
 
+// isDamage reports whether err, from decoding a record, says the bytes
+// are damaged, rather than that they could not be read.
+func isDamage(err error) bool {
+	return errors.Is(err, record.ErrCorrupt) || errors.Is(err, record.ErrTruncated) || errors.Is(err, ErrVersionMismatch)
+}
+
 // holePage is the granularity at which the page cache writes a file back.
 const holePage = 4096
 
 // zeroPage returns the offset of the first whole, aligned page of zeros in
-// b[from:to], or -1. Damage in the newest file followed by valid records
-// is a hole, not rot, when it holds such a page: writeback may store the
-// pages of an unsynced append in any order, so a power cut can keep later
-// ones and lose an earlier one (read back as zeros), and every record
-// after a lost page was written after the last sync, since a sync makes
-// every page before it durable. A flipped bit or a torn sector never
-// zeroes a whole page.
-func zeroPage(b []byte, from, to int64) int64 {
+// the file's bytes [from, to), or -1. Damage in the newest file followed
+// by valid records is a hole, not rot, when it holds such a page:
+// writeback may store the pages of an unsynced append in any order, so a
+// power cut can keep later ones and lose an earlier one (read back as
+// zeros), and every record after a lost page was written after the last
+// sync, since a sync makes every page before it durable. A flipped bit or
+// a torn sector never zeroes a whole page.
+func zeroPage(w *window, from, to int64) (int64, error) {
 	for p := (from + holePage - 1) / holePage * holePage; p+holePage <= to; p += holePage {
-		if len(bytes.TrimLeft(b[p:p+holePage], "\x00")) == 0 {
-			return p
+		zero, err := w.allZero(p, p+holePage)
+		if err != nil || zero {
+			return p, err
 		}
 	}
-	return -1
+	return -1, nil
 }
 
 // nextValid returns the first offset >= from at which a whole, valid record
 // starts, or -1.
-func nextValid(b []byte, from int64, lim record.Limits) int64 {
-	// Every record has a nonzero byte (its kind), so none starts after the
-	// last nonzero byte of b: the zeros that a crash leaves in space
-	// allocated ahead of the appends (MapAppends, ZeroAhead) take no
-	// decoding attempt each.
-	end := int64(len(bytes.TrimRight(b, "\x00")))
-	for i := from; i < end && i+record.HeaderSize <= int64(len(b)); i++ {
-		if _, err := record.Decode(b[i:], lim); err == nil {
-			return i
+func nextValid(w *window, from int64, lim record.Limits) (int64, error) {
+	for i := from; i+record.HeaderSize <= w.size; i++ {
+		if _, err := w.at(i, record.HeaderSize); err != nil {
+			return -1, err
+		}
+		// Every record has a nonzero byte (its kind, 4 bytes in), so
+		// none starts 4 bytes before a zero: the zeros that a crash
+		// leaves in space allocated ahead of the appends (MapAppends,
+		// ZeroAhead) take no decoding attempt each.
+		if z := leadingZeros(w.rest(i)[4:]); z > 0 {
+			i += int64(z) - 1
+			continue
+		}
+		_, _, err := w.decode(i, lim)
+		if err == nil {
+			return i, nil
+		}
+		if !isDamage(err) {
+			return -1, err
 		}
 	}
-	return -1
+	return -1, nil
+}
+
+// leadingZeros returns how many bytes at the start of b are zero.
+func leadingZeros(b []byte) int {
+	return len(b) - len(bytes.TrimLeft(b, "\x00"))
 }
 
 // HintInfo summarises a validated hint file.
@@ -270,7 +347,7 @@ func streamHints(w io.Writer, b []byte, path string, lim record.Limits, yield fu
 	ents := make([]hintSortEntry, 0, len(b)/128)
 	var first []byte
 	lcp := -1
-	sr, err := scanData(b, path, ScanStrict, lim, func(h record.Hint) {
+	sr, err := scanData(memWindow(b), path, ScanStrict, lim, func(h record.Hint) {
 		y.tick(1)
 		if len(ents) == cap(ents) && h.Offset > 0 {
 			// Smaller records than guessed: grow once, to what the

@@ -1,0 +1,210 @@
+package segment
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/caskade/caskade/internal/record"
+	"github.com/caskade/caskade/vfs"
+	"github.com/caskade/caskade/vfs/errorfs"
+)
+
+var scanSeed = flag.Uint64("scanseed", 0, "seed of TestScanFileChunks (0: random; or CASKADE_SCAN_SEED)")
+
+// withScanChunk sets scanChunk to n for the rest of the test.
+func withScanChunk(t *testing.T, n int) {
+	t.Helper()
+	old := scanChunk
+	scanChunk = n
+	t.Cleanup(func() { scanChunk = old })
+}
+
+// randomDataFile returns a data file of committed batches of one to four
+// records, puts and deletes, whose keys and values are up to maxVal bytes,
+// so that records straddle chunk boundaries and some are larger than a
+// chunk.
+func randomDataFile(r *rand.Rand, size, maxVal int) []byte {
+	b := record.AppendFileHeader(nil)
+	for v := uint64(1); len(b) < size; v++ {
+		n := 1 + r.IntN(4)
+		for i := range n {
+			key := fmt.Appendf(nil, "k%d-%s", r.IntN(100), bytes.Repeat([]byte{'k'}, r.IntN(40)))
+			if r.IntN(5) == 0 {
+				b = record.AppendRecord(b, record.KindDelete, i == n-1, v, 0, 0, key, nil)
+				continue
+			}
+			val := make([]byte, r.IntN(maxVal+1))
+			for j := range val {
+				val[j] = byte(r.Uint32())
+			}
+			b = record.AppendRecord(b, record.KindPut, i == n-1, v, int64(r.IntN(3)), 0, key, val)
+		}
+	}
+	return b
+}
+
+// scanReport is a scan's result and error in a form to compare.
+type scanReport struct {
+	Res    ScanResult
+	Size   int64
+	Damage []string
+	Err    string
+}
+
+func report(res ScanResult, size int64, err error) scanReport {
+	rep := scanReport{Res: res, Size: size}
+	for _, d := range res.Damage {
+		rep.Damage = append(rep.Damage, fmt.Sprintf("%d-%d: %v", d.Offset, d.End, d.Err))
+	}
+	rep.Res.Damage = nil
+	if err != nil {
+		rep.Err = err.Error()
+	}
+	return rep
+}
+
+// TestScanFileChunks checks that a scan that reads the file a chunk at a
+// time (ScanFile) finds what a scan of the whole file in memory (ScanData)
+// finds, in every mode: the same records, end, torn tail, hole and damage
+// ranges, and the same error, for intact files, torn tails, damage in the
+// middle, pages of zeros, and zeros allocated ahead, with chunks smaller
+// than one record as well as larger than the file.
+func TestScanFileChunks(t *testing.T) {
+	seed := *scanSeed
+	if s := os.Getenv("CASKADE_SCAN_SEED"); s != "" && seed == 0 {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("seed %d (replay with -scanseed=%d)", seed, seed)
+	r := rand.New(rand.NewPCG(seed, 26))
+
+	base := randomDataFile(r, 3*holePage+r.IntN(4*holePage), 1500)
+	images := map[string][]byte{"intact": base}
+	for i := range 4 {
+		cut := record.FileHeaderSize + r.IntN(len(base)-record.FileHeaderSize)
+		images[fmt.Sprintf("torn at %d (%d)", cut, i)] = base[:cut]
+	}
+	for i := range 6 {
+		img := bytes.Clone(base)
+		at := r.IntN(len(img))
+		img[at] ^= byte(1 + r.IntN(255))
+		images[fmt.Sprintf("flipped byte %d (%d)", at, i)] = img
+		// The same damage, then a torn tail after it.
+		if cut := at + 1 + r.IntN(len(img)-at); cut < len(img) {
+			images[fmt.Sprintf("flipped byte %d, torn at %d (%d)", at, cut, i)] = img[:cut]
+		}
+	}
+	for _, page := range []int{holePage, 2 * holePage} {
+		img := bytes.Clone(base)
+		clear(img[page : page+holePage])
+		images[fmt.Sprintf("hole at %d", page)] = img
+	}
+	images["zeros ahead"] = append(bytes.Clone(base), make([]byte, 3*holePage+100)...)
+	junk := append(bytes.Clone(base), make([]byte, 1000)...)
+	junk = append(append(junk, 0x17, 0x2a, 0x81, 0x02), make([]byte, 2000)...)
+	images["junk between zeros"] = junk
+	images["no header"] = append(make([]byte, record.FileHeaderSize), base[record.FileHeaderSize:]...)
+	images["short header"] = base[:record.FileHeaderSize-3]
+
+	fs := vfs.NewMem()
+	for name, img := range images {
+		path := "/" + name
+		f, err := fs.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt(img, 0); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		for _, mode := range []ScanMode{ScanStrict, ScanTail, ScanSalvage} {
+			want := report(func() (ScanResult, int64, error) {
+				res, err := ScanData(img, path, mode, record.Limits{})
+				return res, int64(len(img)), err
+			}())
+			var scratch []byte
+			for _, chunk := range []int{50, 700, 5000, 1 << 20} {
+				withScanChunk(t, chunk)
+				got := report(ScanFile(fs, path, mode, record.Limits{}, &scratch))
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s, mode %d, chunk %d:\n got %+v\nwant %+v", name, mode, chunk, got, want)
+				}
+				if chunk < len(img) && cap(scratch) > max(chunk, record.HeaderSize+100) {
+					t.Fatalf("%s, mode %d, chunk %d: the scan held %d bytes of a %d-byte file at once",
+						name, mode, chunk, cap(scratch), len(img))
+				}
+			}
+		}
+	}
+}
+
+// A record larger than a chunk is verified a chunk at a time: damage in
+// its value, well past the first chunk, is found, and the window never
+// holds the whole record.
+func TestScanFileLargeRecord(t *testing.T) {
+	withScanChunk(t, 4096)
+	b := record.AppendFileHeader(nil)
+	b = record.AppendRecord(b, record.KindPut, true, 1, 0, 0, []byte("small"), []byte("v"))
+	big := bytes.Repeat([]byte("0123456789"), 10000)
+	start := int64(len(b))
+	b = record.AppendRecord(b, record.KindPut, true, 2, 0, 0, []byte("big"), big)
+	b = record.AppendRecord(b, record.KindPut, true, 3, 0, 0, []byte("after"), []byte("v"))
+	fs := vfs.NewMem()
+	write := func(img []byte) {
+		f, err := fs.Create("/f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteAt(img, 0)
+		f.Close()
+	}
+	write(b)
+	var scratch []byte
+	res, size, err := ScanFile(fs, "/f", ScanStrict, record.Limits{}, &scratch)
+	if err != nil || size != int64(len(b)) || len(res.Hints) != 3 || string(res.Hints[1].Key) != "big" ||
+		res.Hints[1].ValLen != uint32(len(big)) || string(res.Hints[2].Key) != "after" {
+		t.Fatalf("intact: %+v, %d bytes, %v", res.Hints, size, err)
+	}
+	if cap(scratch) > 4096 {
+		t.Fatalf("the scan held %d bytes at once, more than a chunk", cap(scratch))
+	}
+	img := bytes.Clone(b)
+	img[start+record.HeaderSize+3+50000] ^= 1
+	write(img)
+	_, _, err = ScanFile(fs, "/f", ScanStrict, record.Limits{}, &scratch)
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Offset != start || !errors.Is(err, record.ErrCorrupt) {
+		t.Fatalf("flipped bit in a large value: %v, want damage at %d", err, start)
+	}
+}
+
+// A failed read is reported as itself, not taken for damage (and, in the
+// newest file, cut off as a torn tail).
+func TestScanFileReadError(t *testing.T) {
+	withScanChunk(t, 1000)
+	r := rand.New(rand.NewPCG(1, 2))
+	b := randomDataFile(r, 20000, 300)
+	mem := vfs.NewMem()
+	f, _ := mem.Create("/f")
+	f.WriteAt(b, 0)
+	f.Close()
+	eio := errors.New("injected EIO")
+	fs := errorfs.New(mem)
+	for _, mode := range []ScanMode{ScanStrict, ScanTail, ScanSalvage} {
+		fs.InjectAfter(errorfs.OpRead, 3, eio) // the fourth chunk
+		_, _, err := ScanFile(fs, "/f", mode, record.Limits{}, nil)
+		var ce *CorruptError
+		if !errors.Is(err, eio) || errors.As(err, &ce) {
+			t.Fatalf("mode %d: %v, want the read error", mode, err)
+		}
+	}
+}
