@@ -511,7 +511,15 @@ func WriteHints(fs vfs.FS, dir string, id uint32, buf []byte) error {
 // Unless yield is nil, it calls yield every few thousand records, so that
 // a caller in the background can let other goroutines run.
 func WriteHintsFromData(fs vfs.FS, dir string, id uint32, b []byte, path string, lim record.Limits, yield func()) error {
-	return writeHintFile(fs, dir, id, func(w io.Writer) error { return streamHints(w, b, path, lim, yield) })
+	return writeHintFile(fs, dir, id, func(w io.Writer) error {
+		// streamHints writes 64 KiB at a time; write the file in larger
+		// pieces.
+		bw := bufio.NewWriterSize(w, 1<<20)
+		if err := streamHints(bw, b, path, lim, yield); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
 }
 
 // yieldEvery is how many records (or sort steps) pass between two calls of
@@ -548,11 +556,7 @@ func writeHintFile(fs vfs.FS, dir string, id uint32, write func(io.Writer) error
 		fs.Remove(tmp)
 		return err
 	}
-	bw := bufio.NewWriterSize(&fileWriter{f: f}, 1<<20)
-	if err := write(bw); err != nil {
-		return fail(err)
-	}
-	if err := bw.Flush(); err != nil {
+	if err := write(&fileWriter{f: f}); err != nil {
 		return fail(err)
 	}
 	if err := f.Sync(); err != nil {
