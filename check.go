@@ -25,9 +25,19 @@ type CheckReport struct {
 	// the newest data file, which Open cuts off; it is not damage.
 	TornBytes int64
 	// BadHints names hint files that do not match their data files. Open
-	// ignores one that does not fit its data file's size and scans the
-	// data file, but trusts one that fits; removing it makes Open scan.
+	// ignores one that is damaged or does not fit its data file's size and
+	// scans the data file (and replaces it, if it opens for writing and
+	// the data file is intact), but trusts one that is intact and fits,
+	// even if its entries are wrong; removing it makes Open scan. A valid
+	// hint file of a damaged data file is not listed: Open reads it
+	// instead of the data file, and the data file's damage is in Damage;
+	// nor is one that describes more bytes than its data file holds,
+	// which means the data file lost records (in Damage too).
 	BadHints []string
+	// TrustedBadHints lists those of BadHints that Open reads (they are
+	// intact and fit their data files' sizes) instead of scanning the
+	// data files: they must be removed.
+	TrustedBadHints []string
 }
 
 // CheckDamage is one damaged byte range.
@@ -180,9 +190,24 @@ func Check(ctx context.Context, dir string, opts *CheckOptions) (CheckReport, er
 		if !hasHint {
 			continue
 		}
-		if _, err := segment.ReadHints(hb, size, lim); err != nil || len(sr.Damage) > 0 ||
-			!equalBytes(hb, segment.BuildHints(sr.Hints, sr.End)) {
+		_, herr := segment.ReadHints(hb, size, lim)
+		switch {
+		case herr != nil && described > size:
+			// Valid, for the size its data file had: the data file was
+			// cut short, which is reported as its damage above.
+		case herr != nil:
+			// Damaged, or made for another size: open ignores it and
+			// scans the data file.
 			rep.BadHints = append(rep.BadHints, hintPath)
+		case len(sr.Damage) > 0:
+			// Valid, for a data file that is damaged: open reads it,
+			// not the data file, and the damage is reported above. The
+			// damaged records cannot be read back to compare it with.
+		case !equalBytes(hb, segment.BuildHints(sr.Hints, sr.End)):
+			// Valid, but it describes other records: open would trust
+			// it.
+			rep.BadHints = append(rep.BadHints, hintPath)
+			rep.TrustedBadHints = append(rep.TrustedBadHints, hintPath)
 		}
 	}
 	pm.add(checked)

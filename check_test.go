@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caskade/caskade/internal/record"
 	"github.com/caskade/caskade/internal/segment"
 	"github.com/caskade/caskade/vfs"
 )
@@ -72,8 +73,11 @@ func TestCheckAndRepair(t *testing.T) {
 			t.Fatalf("damage in %s not reported: %+v", p, rep.Damage)
 		}
 	}
-	if len(rep.BadHints) < len(damaged) {
-		t.Fatalf("hints of damaged files not flagged: %v", rep.BadHints)
+	// Their hint files are intact: open reads them instead of the data
+	// files, so they are not bad (removing one would make open scan a
+	// damaged file, and cut the newest one's damage off as a torn tail).
+	if len(rep.BadHints) != 0 {
+		t.Fatalf("intact hint files of damaged data files flagged as bad: %v", rep.BadHints)
 	}
 	// The damaged database either refuses to open (damage found by a
 	// scan) or, opened through intact hints, fails loudly on damaged values.
@@ -239,5 +243,123 @@ func TestLoadKeepsBatchesWithinMaxBatchSize(t *testing.T) {
 	}
 	if got := contents(t, dst); !maps.Equal(got, want) {
 		t.Fatalf("loaded %d keys, want %d", len(got), len(want))
+	}
+}
+
+// Check lists a hint file as bad only if it does not match its data file:
+// damaged, or intact but describing other records. An intact hint file of
+// a damaged data file is not bad (open reads it instead of the data file;
+// the data file's damage is reported), nor is one that describes more
+// bytes than its data file holds (the data file lost records: damage).
+func TestCheckJudgesHintFiles(t *testing.T) {
+	base, _ := buildOnDisk(t, 120)
+	flip := func(t *testing.T, path string, at func(n int) int) {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[at(len(b))] ^= 0x40
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name           string
+		harm           func(t *testing.T, data, hint string)
+		damage, bad    bool
+		opensWithHints bool // Open reads the file through its hint file
+	}{
+		{"damaged data file", func(t *testing.T, data, hint string) {
+			flip(t, data, func(n int) int { return n / 2 })
+		}, true, false, true},
+		{"damaged hint file", func(t *testing.T, data, hint string) {
+			flip(t, hint, func(n int) int { return n / 2 })
+		}, false, true, false},
+		{"hint file of other records", func(t *testing.T, data, hint string) {
+			hb, err := os.ReadFile(hint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var hints []record.Hint
+			for c := segment.NewHintCursor(hb); c.Valid(); c.Next() {
+				hints = append(hints, *c.Hint())
+			}
+			hints[0].Expiry = 12345 // checksums and sizes stay valid
+			if err := os.WriteFile(hint, segment.BuildHints(hints, fi.Size()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, false, true, true},
+		{"data file cut short", func(t *testing.T, data, hint string) {
+			fi, err := os.Stat(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(data, fi.Size()-5); err != nil {
+				t.Fatal(err)
+			}
+		}, true, false, false},
+	}
+	for _, which := range []string{"sealed", "newest"} {
+		for _, c := range cases {
+			t.Run(which+"/"+c.name, func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "db")
+				if err := os.CopyFS(dir, os.DirFS(base)); err != nil {
+					t.Fatal(err)
+				}
+				var ids []uint32
+				names, _ := os.ReadDir(dir)
+				for _, e := range names {
+					if id, kind := segment.Parse(e.Name()); kind == segment.KindData {
+						ids = append(ids, id)
+					}
+				}
+				id := ids[1]
+				if which == "newest" {
+					id = ids[len(ids)-1]
+				}
+				data, hint := filepath.Join(dir, segment.DataName(id)), filepath.Join(dir, segment.HintName(id))
+				if _, err := os.Stat(hint); err != nil {
+					t.Fatalf("the test needs %s's hint file: %v", data, err)
+				}
+				c.harm(t, data, hint)
+				rep, err := Check(context.Background(), dir, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if damaged := len(rep.Damage) > 0; damaged != c.damage || (damaged && rep.Damage[0].Path != data) {
+					t.Errorf("damage %+v, want damage of %s: %v", rep.Damage, data, c.damage)
+				}
+				if rep.TornBytes != 0 {
+					t.Errorf("%d torn bytes, want none: the file has an intact hint file", rep.TornBytes)
+				}
+				if bad := len(rep.BadHints) > 0; bad != c.bad || (bad && (len(rep.BadHints) != 1 || rep.BadHints[0] != hint)) {
+					t.Errorf("bad hints %v, want %s bad: %v", rep.BadHints, hint, c.bad)
+				}
+				if trusted := len(rep.TrustedBadHints) > 0; trusted != (c.bad && c.opensWithHints) {
+					t.Errorf("bad hints open trusts: %v, want %s: %v", rep.TrustedBadHints, hint, c.bad && c.opensWithHints)
+				}
+				// What check says about the hint file is what open does
+				// with it.
+				db, err := Open(dir, &Options{ReadOnly: true, ExpiryPeriod: -1})
+				if c.name == "data file cut short" {
+					if !errors.Is(err, ErrCorrupt) {
+						t.Fatalf("open of a data file cut short: %v, want ErrCorrupt", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("open: %v", err)
+				}
+				defer db.Close()
+				if got := db.Stats().Recovery.FromHints == len(ids); got != c.opensWithHints {
+					t.Errorf("open read every file through its hint file: %v, want %v", got, c.opensWithHints)
+				}
+			})
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -528,7 +529,11 @@ func runCheck(ctx context.Context, m *maint, dir, repair string) error {
 		fmt.Fprintf(m.out, "torn tail: %d bytes at the end of the newest data file (an unfinished write, or space allocated ahead of appends, that the next open cuts off; not damage)\n", rep.TornBytes)
 	}
 	for _, p := range rep.BadHints {
-		fmt.Fprintf(m.out, "bad hint file: %s (it does not match its data file; remove it, and the next open scans the data file instead)\n", p)
+		if slices.Contains(rep.TrustedBadHints, p) {
+			fmt.Fprintf(m.out, "bad hint file: %s (intact, but it does not describe the records of its data file, and open trusts it: remove it, and the next open scans the data file instead)\n", p)
+		} else {
+			fmt.Fprintf(m.out, "bad hint file: %s (damaged, or made for another size of its data file: open ignores it and scans the data file)\n", p)
+		}
 	}
 	found := "no damage"
 	if !rep.OK() {

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/internal/record"
+	"github.com/caskade/caskade/internal/segment"
 )
 
 // result is what one in-process run of the caskade command gave.
@@ -1678,4 +1680,63 @@ func TestDumpRefusesTheDatabaseDirectory(t *testing.T) {
 		}
 	}
 	sameContents(t, "after the refused dumps", contents(t, dir), want)
+}
+
+// What check says about a hint file is what open does with it: an intact
+// hint file of a damaged data file is not bad (open reads it, and the
+// damage is reported; removing it would make open scan the damaged file
+// instead), and a damaged hint file is one that open ignores.
+func TestCheckSaysWhatOpenDoesWithAHintFile(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir, &caskade.Options{Sync: caskade.SyncNone, MergeInterval: -1})
+	write(t, db, map[string]entry{"a": {val: "the first value"}, "b": {val: "2"}})
+	write(t, db, map[string]entry{"c": {val: "3"}})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, hint := filepath.Join(dir, "0000000001.data"), filepath.Join(dir, "0000000001.hint")
+	if _, err := os.Stat(hint); err != nil {
+		t.Fatalf("no hint file for %s: %v", data, err)
+	}
+	b, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := int64(bytes.Index(b, []byte("the first value")))
+	flipByte(t, data, at)
+	r := run(t, nil, nil, "check", dir)
+	if r.err == nil || !strings.Contains(r.stdout, "damaged: "+data+" offset ") {
+		t.Errorf("check of a damaged data file: %v, want damage\n%s", r.err, r.stdout)
+	}
+	if strings.Contains(r.stdout, "bad hint file: ") || !strings.Contains(r.stdout, ", 0 bad hint files, ") {
+		t.Errorf("check calls the intact hint file of a damaged data file bad:\n%s", r.stdout)
+	}
+
+	flipByte(t, data, at) // undo
+	hb, err := os.ReadFile(hint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipByte(t, hint, int64(len(hb)/2))
+	r = run(t, nil, nil, "check", dir)
+	want := "bad hint file: " + hint + " (damaged, or made for another size of its data file: open ignores it and scans the data file)\n"
+	if r.err != nil || !strings.Contains(r.stdout, want) {
+		t.Errorf("check of a damaged hint file: %v, want %q in\n%s", r.err, want, r.stdout)
+	}
+
+	// An intact hint file that describes other records is one that open
+	// trusts.
+	var hints []record.Hint
+	for c := segment.NewHintCursor(hb); c.Valid(); c.Next() {
+		hints = append(hints, *c.Hint())
+	}
+	hints[0].Expiry = 12345
+	if err := os.WriteFile(hint, segment.BuildHints(hints, int64(len(b))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, nil, nil, "check", dir)
+	want = "bad hint file: " + hint + " (intact, but it does not describe the records of its data file, and open trusts it: remove it, and the next open scans the data file instead)\n"
+	if r.err != nil || !strings.Contains(r.stdout, want) {
+		t.Errorf("check of a hint file of other records: %v, want %q in\n%s", r.err, want, r.stdout)
+	}
 }
