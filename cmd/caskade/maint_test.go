@@ -1123,6 +1123,21 @@ func TestCheckFindsADataFileCutShort(t *testing.T) {
 			if strings.Contains(r.stdout, "torn tail") {
 				t.Errorf("check calls the lost records a torn tail:\n%s", r.stdout)
 			}
+			// Open refuses it, pointing to check...
+			if r := run(t, nil, nil, "dump", dir); r.err == nil || !errors.Is(r.err, caskade.ErrCorrupt) ||
+				!strings.Contains(r.err.Error(), "caskade check "+dir) {
+				t.Errorf("dump of a database whose data file was cut short: %v, want ErrCorrupt pointing to check", r.err)
+			}
+			// ...and check --repair salvages what is left: the delete is
+			// lost, so the deleted key is back, as documented.
+			repaired := filepath.Join(t.TempDir(), "repaired")
+			run(t, nil, nil, "check", dir, "--repair", repaired)
+			got := contents(t, repaired)
+			for _, k := range []string{"a", "b", "gone"} {
+				if _, ok := got[k]; !ok {
+					t.Errorf("repaired copy lacks %q: %v", k, got)
+				}
+			}
 		})
 	}
 }
