@@ -208,3 +208,36 @@ func TestScanFileReadError(t *testing.T) {
 		}
 	}
 }
+
+// FuzzScanFile checks that ScanFile, reading small chunks, reports on any
+// bytes what ScanData reports on them in memory.
+func FuzzScanFile(f *testing.F) {
+	r := rand.New(rand.NewPCG(3, 4))
+	b := randomDataFile(r, 2000, 300)
+	f.Add(b, uint16(40))
+	f.Add(b[:1500], uint16(100))
+	f.Add(append(bytes.Clone(b), make([]byte, holePage)...), uint16(33))
+	fs := vfs.NewMem()
+	f.Fuzz(func(t *testing.T, img []byte, chunk uint16) {
+		if len(img) > 16<<10 {
+			return // chunks of a few bytes make a scan of a large file slow
+		}
+		old := scanChunk
+		scanChunk = 16 + int(chunk%2048)
+		defer func() { scanChunk = old }()
+		w, err := fs.Create("/f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.WriteAt(img, 0)
+		w.Close()
+		for _, mode := range []ScanMode{ScanStrict, ScanTail, ScanSalvage} {
+			res, err := ScanData(img, "/f", mode, record.Limits{MaxKey: 1 << 20})
+			want := report(res, int64(len(img)), err)
+			got := report(ScanFile(fs, "/f", mode, record.Limits{MaxKey: 1 << 20}, nil))
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("mode %d, chunk %d:\n got %+v\nwant %+v", mode, scanChunk, got, want)
+			}
+		}
+	})
+}
