@@ -61,18 +61,21 @@ func (t *timings) observe(start time.Time, err error) {
 		return
 	}
 	d := time.Since(start)
-	if i, _ := slices.BinarySearch(t.bounds, d); i < len(t.bounds) {
-		t.buckets[i].Add(1)
-	}
-	t.nanos.Add(int64(d))
+	// Count first: get reads the buckets before the count, so every
+	// bucket increment it sees comes with the count's, and no bucket
+	// exceeds Count.
+	t.count.Add(1)
 	if err != nil {
 		t.errors.Add(1)
 	}
-	t.count.Add(1)
+	t.nanos.Add(int64(d))
+	if i, _ := slices.BinarySearch(t.bounds, d); i < len(t.bounds) {
+		t.buckets[i].Add(1)
+	}
 }
 
 // get returns the Timings so far. The buckets are read before the count,
-// and observe counts an operation last, so no bucket ever exceeds Count.
+// and observe counts an operation first, so no bucket ever exceeds Count.
 func (t *timings) get() Timings {
 	if t == nil {
 		return Timings{}

@@ -67,3 +67,30 @@ func TestStatsTimeSyncsAndMerges(t *testing.T) {
 		})
 	}
 }
+
+// A Timings read while operations are being observed never has a bucket
+// above its Count: Prometheus takes a histogram whose buckets exceed its
+// count for a broken one.
+func TestTimingsBucketsNeverExceedCount(t *testing.T) {
+	tm := newTimings([]time.Duration{time.Hour})
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		now := time.Now()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				tm.observe(now, nil)
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for i := 0; i < 200000; i++ {
+		if got := tm.get(); got.Buckets[0].Count > got.Count {
+			t.Fatalf("read %d: bucket holds %d operations, Count %d", i, got.Buckets[0].Count, got.Count)
+		}
+	}
+}
