@@ -710,7 +710,17 @@ type commitEnd struct {
 // new one if needed) and syncs them under SyncAlways. It turns the applies'
 // relative offsets into file offsets. A group too large for one file's
 // offsets is split between files at commit boundaries (ends).
-func (db *DB) writeGroup(buf []byte, applies []apply, ends []commitEnd) error {
+//
+// An error after some of the records may have reached the file (a failed
+// write or fsync, or a failure after an earlier part was written) is a
+// *maybeWritten: the commits may be found at the next open.
+func (db *DB) writeGroup(buf []byte, applies []apply, ends []commitEnd) (err error) {
+	written := false
+	defer func() {
+		if err != nil && written {
+			err = &maybeWritten{err}
+		}
+	}()
 	start, ai, ei := 0, 0, 0
 	for start < len(buf) {
 		// The longest run of whole commits that fits one file.
@@ -732,8 +742,10 @@ func (db *DB) writeGroup(buf []byte, applies []apply, ends []commitEnd) error {
 				// write and take the next one once there is room again.
 				return fmt.Errorf("caskade: write %s: %w", f.Path, err)
 			}
+			written = true // perhaps in part
 			return db.stopWrites(fmt.Errorf("write %s: %w", f.Path, err))
 		}
+		written = true
 		if db.opts.Sync == SyncAlways {
 			t := time.Now()
 			err := f.SyncWith(&db.syncer)
@@ -814,6 +826,15 @@ func (db *DB) activeFor(n int64, lastVer uint64) (*segment.File, error) {
 	db.mu.Unlock()
 	return nf, nil
 }
+
+// maybeWritten is a commit error raised once the commit's records may have
+// reached the data file: whether the commit is found at the next open is
+// unknown (a transaction's Commit reports ErrCommitUnknownResult). Its
+// message is the cause's.
+type maybeWritten struct{ err error }
+
+func (e *maybeWritten) Error() string { return e.err.Error() }
+func (e *maybeWritten) Unwrap() error { return e.err }
 
 // stopWrites records err as the reason writes stop and returns the error
 // callers see.

@@ -34,8 +34,12 @@ var (
 	// retrying with a new transaction is safe.
 	ErrTransactionTooOld = &Error{Code: 1007, Name: "transaction_too_old", Msg: "transaction is too old to perform reads or be committed", Retryable: true}
 	// ErrCommitUnknownResult means a transaction's commit failed at a point
-	// where it may or may not have been applied (an fsync failed after the
-	// write). Retry only if the transaction is idempotent.
+	// where it may or may not have been applied: the write or fsync of its
+	// records failed, so the next open may or may not find them. The error
+	// wraps the cause (and ErrWritesStopped: the database takes no more
+	// writes until reopened). A commit refused because writes had stopped
+	// before it fails with ErrWritesStopped alone: it was not applied.
+	// Retry only if the transaction is idempotent.
 	ErrCommitUnknownResult = &Error{Code: 1021, Name: "commit_unknown_result", Msg: "transaction may or may not have committed", Retryable: true, MaybeCommitted: true}
 	// ErrTransactionDone means a transaction was used after it committed
 	// or was rolled back.

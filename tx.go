@@ -1326,9 +1326,12 @@ func (tx *Tx) Commit() (err error) {
 	}
 	v, err := tx.db.commit(tx.ops, req)
 	if err != nil {
-		var e *Error
-		if errors.Is(err, ErrWritesStopped) && !errors.As(err, &e) {
-			return fmt.Errorf("%w: %w", ErrCommitUnknownResult, err)
+		// Only a commit whose records may have reached the file has an
+		// unknown result; one refused before (writes had stopped already)
+		// is known not to have committed.
+		var mw *maybeWritten
+		if errors.As(err, &mw) {
+			return fmt.Errorf("%w: %w", ErrCommitUnknownResult, mw.err)
 		}
 		return err
 	}
