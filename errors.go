@@ -39,7 +39,8 @@ var (
 	// wraps the cause (and ErrWritesStopped: the database takes no more
 	// writes until reopened). A commit refused because writes had stopped
 	// before it fails with ErrWritesStopped alone: it was not applied.
-	// Retry only if the transaction is idempotent.
+	// As FoundationDB's, it is retryable and Transact retries it: the
+	// transaction must be idempotent for that to be safe.
 	ErrCommitUnknownResult = &Error{Code: 1021, Name: "commit_unknown_result", Msg: "transaction may or may not have committed", Retryable: true, MaybeCommitted: true}
 	// ErrTransactionDone means a transaction was used after it committed
 	// or was rolled back.
@@ -99,16 +100,19 @@ type Error struct {
 	Name string // FoundationDB's name for it, such as "not_committed"
 	Msg  string
 	// Retryable says a retry of the whole transaction is safe (Transact
-	// retries these).
+	// retries these); with MaybeCommitted, only if the transaction is
+	// idempotent.
 	Retryable bool
-	// MaybeCommitted says the transaction may have been applied.
+	// MaybeCommitted says the transaction may have been applied
+	// (FoundationDB's maybe_committed predicate).
 	MaybeCommitted bool
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("caskade: %s (%d %s)", e.Msg, e.Code, e.Name) }
 
 // IsRetryable reports whether err (or an error it wraps) says a retry of
-// the transaction is safe.
+// the transaction is safe, as FoundationDB's retry loop judges it: for
+// ErrCommitUnknownResult (MaybeCommitted), only if it is idempotent.
 func IsRetryable(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Retryable

@@ -1356,11 +1356,14 @@ func (tx *Tx) Rollback() {
 }
 
 // Transact runs fn in a transaction and commits it, retrying the whole of
-// fn on retryable errors (ErrConflict, ErrTransactionTooOld, ...) with
-// FoundationDB's backoff: 10 ms doubling to 1 s, each times a random factor.
-// An error from fn, or a panic, rolls the transaction back; a panic is then
-// re-raised. fn may run several times, so it should have no effects beyond
-// the transaction.
+// fn on retryable errors (ErrConflict, ErrTransactionTooOld,
+// ErrCommitUnknownResult) with FoundationDB's backoff: 10 ms doubling to
+// 1 s, each times a random factor. An error from fn, or a panic, rolls the
+// transaction back; a panic is then re-raised. fn may run several times, so
+// it should have no effects beyond the transaction. As in FoundationDB, a
+// commit whose result is unknown (ErrCommitUnknownResult) is retried too,
+// so an attempt that did commit may be followed by another: make fn
+// idempotent (check for a unique key it writes, say) where that matters.
 func (db *DB) Transact(ctx context.Context, fn func(tx *Tx) error) error {
 	backoff := 10 * time.Millisecond
 	for {
@@ -1377,10 +1380,6 @@ func (db *DB) Transact(ctx context.Context, fn func(tx *Tx) error) error {
 		}
 		if err == nil || !IsRetryable(err) {
 			return err
-		}
-		var e *Error
-		if errors.As(err, &e) && e.MaybeCommitted {
-			return err // not known to be safe to run again
 		}
 		wait := time.Duration(float64(backoff) * (0.5 + rand.Float64()))
 		select {

@@ -1,6 +1,7 @@
 package caskade
 
 import (
+	"context"
 	"errors"
 	"syscall"
 	"testing"
@@ -50,5 +51,29 @@ func testCommitUnknownResult(t *testing.T, failing errorfs.Op) {
 	}
 	if errors.Is(err, ErrCommitUnknownResult) || IsRetryable(err) || errors.As(err, &e) {
 		t.Fatalf("commit refused before anything was written reports %v: its result is known (not committed)", err)
+	}
+}
+
+// Transact retries commit_unknown_result, as FoundationDB's retry loop
+// (Transaction.onError) does: fn runs again, and its next commit meets
+// the stopped writes.
+func TestTransactRetriesCommitUnknownResult(t *testing.T) {
+	efs := errorfs.New(vfs.NewMem())
+	db := openTest(t, "/db", &Options{FS: efs, Sync: SyncAlways, ExpiryPeriod: -1, MergeInterval: -1})
+	if err := db.Set([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	efs.Inject(errorfs.OpSync, syscall.EIO)
+	calls := 0
+	err := db.Transact(context.Background(), func(tx *Tx) error {
+		calls++
+		tx.Set([]byte("a"), []byte("2"))
+		return nil
+	})
+	if calls != 2 {
+		t.Fatalf("fn ran %d times, want 2: a commit_unknown_result is retried", calls)
+	}
+	if !errors.Is(err, ErrWritesStopped) || errors.Is(err, ErrCommitUnknownResult) {
+		t.Fatalf("Transact: %v, want the retry's ErrWritesStopped", err)
 	}
 }
