@@ -1448,10 +1448,14 @@ type Watch struct {
 // Watch returns a watch on key that becomes active when the transaction
 // commits. As in FoundationDB, it compares with key's value as the
 // transaction saw it when it set the watch up (the read version's, or its
-// own write's, read without a conflict): it fires at commit if the value
-// differs by then (changed by another transaction's commit, or by this
-// one's own writes after the watch), and otherwise once a commit, or the
-// key's expiry, makes it differ. A commit that writes the same value, or
+// own write's), and reading it adds the read conflict a Get would: a
+// transaction that writes fails to commit (ErrConflict, which its watch
+// then reports) if another changed key after its read version. The watch
+// fires at commit if the value differs by then (changed by this
+// transaction's own writes after the watch, or by another transaction's
+// commit when this one has no conflict check: it wrote nothing, or the key
+// was its own write), and otherwise once a commit, or the key's expiry,
+// makes it differ. A commit that writes the same value, or
 // clears a key that was absent, does not fire it; a change undone before
 // the watch looks (A to B and back) may not either. If the transaction
 // fails (for any reason, including an invalid mutation or its lifetime), the
@@ -1468,6 +1472,12 @@ func (tx *Tx) Watch(key []byte) *Watch {
 		err = tx.readable(key)
 	}
 	if err == nil {
+		// The watch reads key as Get does, read conflict included (as
+		// FoundationDB's watch reads it without Snapshot): none if the
+		// transaction's own writes answer it.
+		if wr, ok := tx.written(key); (!ok || !wr.known) && (ok || !tx.cleared(key)) {
+			tx.reader.conflict(keyRange{bytes.Clone(key), keyAfter(bytes.Clone(key))})
+		}
 		var v []byte
 		v, w.present, err = tx.value(key)
 		w.val = bytes.Clone(v)

@@ -690,9 +690,10 @@ func TestWatchNoGap(t *testing.T) {
 
 // A writing transaction's watch compares with the value as the transaction
 // saw it when it set the watch up, as FoundationDB's does: another
-// transaction's change between the read version and the commit fires it,
-// and so does the transaction's own write after the watch (but not one
-// before it, see TestWatchNoGap).
+// transaction's change between the read version and the commit fails the
+// commit (the watch read the key, see TestWatchAddsReadConflict) and so
+// the watch, and the transaction's own write after the watch fires it (but
+// not one before it, see TestWatchNoGap).
 func TestWatchOfWriterSeesChangesSinceRead(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	db.Set([]byte("k"), []byte("v1"))
@@ -709,11 +710,11 @@ func TestWatchOfWriterSeesChangesSinceRead(t *testing.T) {
 	w := tx.Watch([]byte("k"))
 	tx.Set([]byte("other"), []byte("x"))
 	db.Set([]byte("k"), []byte("v2")) // after the read version
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
+	if err := tx.Commit(); !errors.Is(err, ErrConflict) {
+		t.Fatalf("commit of a writer whose watched key changed since its read version: %v, want ErrConflict", err)
 	}
-	if !fired(w) {
-		t.Error("a change since the read version did not fire a writing transaction's watch")
+	if !fired(w) || !errors.Is(w.Wait(context.Background()), ErrConflict) {
+		t.Error("the watch of a transaction that failed to commit did not report its conflict")
 	}
 
 	tx, _ = db.Begin()

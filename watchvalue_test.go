@@ -202,3 +202,69 @@ func TestWatchFailsOnClose(t *testing.T) {
 		}
 	}
 }
+
+// FoundationDB's watch reads its key as a Get does, without Snapshot: the
+// key joins the transaction's read conflict ranges, unless the
+// transaction's own write answers the read. A read-only transaction has
+// no conflict check, so its watch just fires.
+func TestWatchAddsReadConflict(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	db.Set([]byte("k"), []byte("v1"))
+
+	tx, _ := db.Begin()
+	w := tx.Watch([]byte("k"))
+	tx.Set([]byte("other"), []byte("x"))
+	db.Set([]byte("k"), []byte("v2"))
+	if err := tx.Commit(); !errors.Is(err, ErrConflict) {
+		t.Fatalf("commit after another transaction changed the watched key: %v, want ErrConflict", err)
+	}
+	if err := w.Wait(context.Background()); !errors.Is(err, ErrConflict) {
+		t.Fatalf("watch of the failed commit: %v, want ErrConflict", err)
+	}
+
+	// Answered by the transaction's own writes: no read conflict.
+	for name, write := range map[string]func(*Tx){
+		"set":        func(tx *Tx) { tx.Set([]byte("k"), []byte("mine")) },
+		"clear":      func(tx *Tx) { tx.Clear([]byte("k")) },
+		"clearrange": func(tx *Tx) { tx.ClearRange([]byte("j"), []byte("l")) },
+	} {
+		tx, _ = db.Begin()
+		write(tx)
+		w = tx.Watch([]byte("k"))
+		db.Set([]byte("k"), []byte("other "+name))
+		if err := tx.Commit(); err != nil {
+			t.Fatalf("%s before the watch, then a change by another: %v, want no conflict", name, err)
+		}
+		w.Cancel()
+	}
+
+	// An atomic operation on a value not read yet reads the database's.
+	tx, _ = db.Begin()
+	tx.Add([]byte("n"), []byte{1})
+	w = tx.Watch([]byte("n"))
+	db.Set([]byte("n"), []byte{5})
+	if err := tx.Commit(); !errors.Is(err, ErrConflict) {
+		t.Fatalf("watch of a key with a pending atomic operation, changed by another: %v, want ErrConflict", err)
+	}
+
+	// A read-only transaction commits without a check; its watch fires.
+	tx, _ = db.Begin()
+	w = tx.Watch([]byte("k"))
+	db.Set([]byte("k"), []byte("v3"))
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	// A snapshot read does not stand in for the watch's own read.
+	tx, _ = db.Begin()
+	tx.Snapshot().Get([]byte("k"))
+	w = tx.Watch([]byte("k"))
+	tx.Set([]byte("other"), []byte("y"))
+	db.Set([]byte("k"), []byte("v4"))
+	if err := tx.Commit(); !errors.Is(err, ErrConflict) {
+		t.Fatalf("after a snapshot read: %v, want ErrConflict", err)
+	}
+}
