@@ -1061,7 +1061,8 @@ func (tx *Tx) mutation(o op) bool {
 		return false
 	}
 	switch {
-	case len(o.key) > tx.db.opts.MaxKeySize:
+	case len(o.key) > tx.db.opts.MaxKeySize && o.kind != opDelete && o.kind != opDeleteRange && o.kind != opWriteConflict:
+		// A clear or a conflict range names no key to store: see Clear.
 		tx.fail(fmt.Errorf("%w: %d bytes, limit %d", ErrKeyTooLarge, len(o.key), tx.db.opts.MaxKeySize))
 		return false
 	case o.kind != opDeleteRange && o.kind != opWriteConflict && len(o.value) > tx.db.opts.MaxValueSize:
@@ -1115,8 +1116,14 @@ func (tx *Tx) SetEntry(key, value []byte, o SetOptions) {
 	}
 }
 
-// Clear removes key.
+// Clear removes key. As in FoundationDB, a key longer than any key can be
+// (the format's limit, 1 MiB) cannot exist, so clearing it does nothing;
+// a key longer than Options.MaxKeySize but within that limit may have been
+// written under a larger MaxKeySize, and is cleared like any other.
 func (tx *Tx) Clear(key []byte) {
+	if len(key) > keydir.MaxKeyLen && !tx.done && !tx.readOnly { // (else mutation reports the misuse)
+		return
+	}
 	if tx.mutation(op{kind: opDelete, key: key}) {
 		w := tx.write(key)
 		w.known, w.present, w.value, w.pending, w.unreadable = true, false, nil, nil, false
@@ -1125,11 +1132,18 @@ func (tx *Tx) Clear(key []byte) {
 }
 
 // ClearRange removes every key in [begin, end); a nil end means the end of
-// the key space.
+// the key space. An end before begin fails the transaction with
+// ErrInvalidRange. As in FoundationDB, bounds longer than any key can be
+// are cut to a bound that orders the same against every key that can
+// exist (see Clear), so they are no error and cost no more.
 func (tx *Tx) ClearRange(begin, end []byte) {
 	if end != nil && bytes.Compare(begin, end) > 0 {
 		tx.fail(ErrInvalidRange)
 		return
+	}
+	begin, end, ok := cutRange(begin, end)
+	if !ok && !tx.done && !tx.readOnly {
+		return // empty once cut
 	}
 	if !tx.mutation(op{kind: opDeleteRange, key: begin, value: end}) {
 		return
@@ -1257,16 +1271,33 @@ func (tx *Tx) SetVersionstampedValue(key, value []byte) {
 	}
 }
 
+// cutRange cuts bounds longer than any key can be (keydir.MaxKeyLen) to
+// MaxKeyLen+1 bytes, which order the same against every key that can
+// exist, as FoundationDB does with its key size limit; ok is false if the
+// range is empty then. begin <= end (a nil end: the end of the key space).
+func cutRange(begin, end []byte) (b, e []byte, ok bool) {
+	if len(begin) > keydir.MaxKeyLen+1 {
+		begin = begin[:keydir.MaxKeyLen+1]
+	}
+	if len(end) > keydir.MaxKeyLen+1 {
+		end = end[:keydir.MaxKeyLen+1]
+	}
+	return begin, end, end == nil || bytes.Compare(begin, end) < 0
+}
+
 // AddReadConflictRange makes the commit fail if anything in [begin, end)
 // changes after the read version, as if the transaction had read it. An
 // end before begin fails the commit with ErrInvalidRange, as
-// FoundationDB's inverted_range.
+// FoundationDB's inverted_range; bounds longer than any key can be are
+// cut as ClearRange's are.
 func (tx *Tx) AddReadConflictRange(begin, end []byte) {
 	if end != nil && bytes.Compare(begin, end) > 0 {
 		tx.fail(ErrInvalidRange)
 		return
 	}
-	tx.reads = append(tx.reads, keyRange{bytes.Clone(begin), bytes.Clone(end)})
+	if begin, end, ok := cutRange(begin, end); ok {
+		tx.reads = append(tx.reads, keyRange{bytes.Clone(begin), bytes.Clone(end)})
+	}
 }
 
 // AddReadConflictKey is AddReadConflictRange for one key.
@@ -1276,10 +1307,15 @@ func (tx *Tx) AddReadConflictKey(key []byte) {
 
 // AddWriteConflictRange makes transactions that read [begin, end)
 // conflict with this one, as if it had written there. An end before begin
-// fails the commit with ErrInvalidRange.
+// fails the commit with ErrInvalidRange; bounds longer than any key can
+// be are cut as ClearRange's are.
 func (tx *Tx) AddWriteConflictRange(begin, end []byte) {
 	if end != nil && bytes.Compare(begin, end) > 0 {
 		tx.fail(ErrInvalidRange)
+		return
+	}
+	begin, end, ok := cutRange(begin, end)
+	if !ok && !tx.done && !tx.readOnly {
 		return
 	}
 	tx.mutation(op{kind: opWriteConflict, key: begin, value: end})
@@ -1468,6 +1504,9 @@ func (tx *Tx) Watch(key []byte) *Watch {
 	tx.db.watchOnce.Do(func() { tx.db.Subscribe(tx.db.fireWatches) })
 	w := &Watch{db: tx.db, key: string(key), ch: make(chan struct{})}
 	err := tx.usable()
+	if err == nil && len(key) > tx.db.opts.MaxKeySize {
+		err = fmt.Errorf("%w: %d bytes, limit %d", ErrKeyTooLarge, len(key), tx.db.opts.MaxKeySize)
+	}
 	if err == nil {
 		err = tx.readable(key)
 	}
