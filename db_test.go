@@ -427,7 +427,7 @@ func TestKeySelectors(t *testing.T) {
 	}
 	cases := []struct {
 		sel  KeySelector
-		want any // string, or nil for the end clamp
+		want string // "\xff\xff" for the end clamp
 	}{
 		{FirstGreaterOrEqual([]byte("bar")), "bar"},
 		{FirstGreaterThan([]byte("bar")), "bar1"},
@@ -439,9 +439,9 @@ func TestKeySelectors(t *testing.T) {
 		{FirstGreaterThan([]byte("car")).Add(-2), "bar2"},
 		{LastLessThan([]byte("bar")), ""},
 		{LastLessThan([]byte("a")).Add(-3), ""},
-		{FirstGreaterThan([]byte("foo")), nil},
-		{FirstGreaterOrEqual([]byte("zzz")), nil},
-		{FirstGreaterOrEqual([]byte("")).Add(10), nil},
+		{FirstGreaterThan([]byte("foo")), "\xff\xff"},
+		{FirstGreaterOrEqual([]byte("zzz")), "\xff\xff"},
+		{FirstGreaterOrEqual([]byte("")).Add(10), "\xff\xff"},
 		{LastLessOrEqual([]byte("zzz")), "foo"},
 		{KeySelector{Key: []byte("car"), Offset: 0}, "bar2"},
 	}
@@ -450,15 +450,8 @@ func TestKeySelectors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		switch w := c.want.(type) {
-		case nil:
-			if got != nil {
-				t.Errorf("%v = %q, want end of key space", c.sel, got)
-			}
-		case string:
-			if got == nil || string(got) != w {
-				t.Errorf("%v = %q, want %q", c.sel, got, w)
-			}
+		if got == nil || string(got) != c.want {
+			t.Errorf("%v = %q, want %q", c.sel, got, c.want)
 		}
 	}
 	kvs, err := db.RangeSelect(FirstGreaterThan([]byte("bar")), FirstGreaterOrEqual([]byte("car1")), nil)

@@ -73,8 +73,8 @@ func (s serialState) apply(o serialOp) (got string, present bool) {
 		v, ok := s[k]
 		return v, ok
 	case "getkey":
-		r := s.resolve(o.sel)
-		return fmt.Sprintf("%q", r), r != nil
+		r := getKeyWant(s.resolve(o.sel))
+		return fmt.Sprintf("%q", r), true
 	case "range":
 		lo, hi := s.resolve(o.sel), s.resolve(o.esel)
 		if lo == nil {

@@ -221,7 +221,7 @@ func (s *Snapshot) GetKey(sel KeySelector) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	return s.v.resolve(sel), nil
+	return s.v.getKey(sel), nil
 }
 
 // Range returns the pairs with keys in [begin, end) of the snapshot; see
@@ -342,7 +342,7 @@ func (db *DB) GetKey(sel KeySelector) ([]byte, error) {
 	}
 	v := db.newView()
 	defer v.release()
-	return v.resolve(sel), nil
+	return v.getKey(sel), nil
 }
 
 // NewIterator returns an iterator over a snapshot of the database taken

@@ -226,7 +226,8 @@ func (tx *Tx) Snapshot() *TxReader { return &tx.snapshotView }
 // Get returns the value of key as the transaction sees it, or ErrNotFound.
 func (tx *Tx) Get(key []byte) ([]byte, error) { return tx.reader.Get(key) }
 
-// GetKey resolves a key selector as the transaction sees the database.
+// GetKey resolves a key selector as the transaction sees the database
+// (see TxReader.GetKey).
 func (tx *Tx) GetKey(sel KeySelector) ([]byte, error) { return tx.reader.GetKey(sel) }
 
 // GetRange returns the pairs between two key selectors (begin inclusive,
@@ -587,8 +588,10 @@ func (tx *Tx) checkSelector(sel KeySelector, k []byte) ([]byte, error) {
 	return k, nil
 }
 
-// GetKey resolves a key selector. The read conflict covers the keys between
-// the selector's key and the result.
+// GetKey resolves a key selector (see KeySelector: past the last key, it
+// resolves to the end of the key space, "\xff\xff"). The read conflict
+// covers the keys between the selector's key and the result (to the end
+// of the key space, past the last key).
 func (r *TxReader) GetKey(sel KeySelector) ([]byte, error) {
 	if err := r.tx.usable(); err != nil {
 		return nil, err
@@ -598,6 +601,13 @@ func (r *TxReader) GetKey(sel KeySelector) ([]byte, error) {
 		return nil, err
 	}
 	r.selectorConflict(sel, k)
+	if k == nil {
+		last, ok, err := r.tx.prevKey(nil, false)
+		if err != nil {
+			return nil, err
+		}
+		k = endAfter(last, ok)
+	}
 	return k, nil
 }
 

@@ -193,7 +193,28 @@ type snapReader struct{ s *caskade.Snapshot }
 
 func (r snapReader) get(k []byte) ([]byte, error) { return r.s.Get(k) }
 
-func (r snapReader) getKey(sel caskade.KeySelector) ([]byte, error) { return r.s.GetKey(sel) }
+func (r snapReader) getKey(sel caskade.KeySelector) ([]byte, error) {
+	k, err := r.s.GetKey(sel)
+	if err != nil {
+		return nil, err
+	}
+	return pastEnd(k, r.s.Get), nil
+}
+
+// pastEnd turns the engine's answer for a selector past the last key back
+// into nil, which the CSK commands use. The engine answers with the end of
+// the key space ("\xff\xff", or the key after the last key where keys from
+// there on exist, as in the last database): a key from "\xff\xff" on that
+// has no value. get reads without a read conflict.
+func pastEnd(k []byte, get func([]byte) ([]byte, error)) []byte {
+	if bytes.Compare(k, []byte{0xff, 0xff}) < 0 {
+		return k
+	}
+	if _, err := get(k); errors.Is(err, caskade.ErrNotFound) {
+		return nil
+	}
+	return k
+}
 
 func (r snapReader) rangeRead(begin, end []byte, o *caskade.RangeOptions) ([]caskade.KeyValue, error) {
 	return r.s.Range(begin, end, o)
@@ -219,8 +240,12 @@ func (r txReader) get(k []byte) ([]byte, error) {
 
 func (r txReader) getKey(sel caskade.KeySelector) ([]byte, error) {
 	k, err := r.tx.Snapshot().GetKey(sel)
-	if err != nil || r.snap {
-		return k, err
+	if err != nil {
+		return nil, err
+	}
+	k = pastEnd(k, r.tx.Snapshot().Get)
+	if r.snap {
+		return k, nil
 	}
 	// The answer depends on the keys between the selector's key and the
 	// answer (to the end of the key space if it is past the last key).

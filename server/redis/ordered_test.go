@@ -1135,3 +1135,32 @@ func TestCskTxRefusedWriteRepliesAtOnce(t *testing.T) {
 	}
 	c.do(cmd("EXISTS", "a"), ":0\r\n")
 }
+
+// TestCskGetkeyLastDatabase checks CSK.GETKEY past the last key of the
+// last database, whose keys run to the end of the key space: the engine
+// resolves that to the end of the key space, which is no key of the
+// database, so the reply is the null bulk string as in the other
+// databases, and in a transaction the read conflict runs to the end.
+func TestCskGetkeyLastDatabase(t *testing.T) {
+	ts := startServer(t, func(s *Server) { s.Databases = MaxDatabases })
+	ctx := context.Background()
+	rdb := ts.goRedis(&goredis.Options{DB: MaxDatabases - 1})
+	other := ts.goRedis(&goredis.Options{DB: MaxDatabases - 1})
+	eq(t, "empty", doText(t, rdb, "CSK.GETKEY", "", "0", "1"), "<nil>")
+	res(t, rdb.MSet(ctx, "a", "1", "b", "2"))
+	eq(t, "after", doText(t, rdb, "CSK.GETKEY", "b", "1", "1"), "<nil>")
+	eq(t, "far after", doText(t, rdb, "CSK.GETKEY", "", "0", "9"), "<nil>")
+	eq(t, "last", doText(t, rdb, "CSK.GETKEY", "z", "0", "0"), "b")
+	res(t, rdb.Set(ctx, "", "empty key", 0))
+	eq(t, "the empty key", doText(t, rdb, "CSK.GETKEY", "", "0", "1"), "")
+
+	conn := rdb.Conn()
+	defer conn.Close()
+	eq(t, "begin", doText(t, conn, "CSK.BEGIN"), "OK")
+	eq(t, "tx after", doText(t, conn, "CSK.GETKEY", "b", "1", "1"), "<nil>")
+	eq(t, "set", doText(t, conn, "SET", "out", "mine"), "OK")
+	eq(t, "other set", doText(t, other, "SET", "zzz", "theirs"), "OK")
+	if err := conn.Do(ctx, "CSK.COMMIT").Err(); err == nil || err.Error() != conflictErr {
+		t.Fatalf("COMMIT after a key was added past the one GETKEY passed = %v, want %s", err, conflictErr)
+	}
+}
