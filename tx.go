@@ -69,6 +69,7 @@ type Tx struct {
 type txWrite struct {
 	key     []byte
 	known   bool   // value and present are final; otherwise apply ops to the database's value
+	knownAt int    // when known: the transaction's mutation count when it became so
 	present bool   // when known
 	value   []byte // when known and present
 	pending []op   // atomic operations on a base value not read yet
@@ -136,6 +137,60 @@ func (db *DB) beginTx(register bool) *Tx {
 	tx.snapshotView = TxReader{tx: tx, snapshot: true}
 	tx.reader = TxReader{tx: tx}
 	return tx
+}
+
+// decide notes that the transaction's own writes decide w's value from
+// its n-th mutation on, unless they already did.
+func (w *txWrite) decide(n int) {
+	if !w.known {
+		w.knownAt = n
+	}
+}
+
+// decided returns r less what the transaction's own writes had decided
+// when it had made ops mutations and clears clears: the ranges it had
+// cleared and the keys it had set or cleared (not those with atomic
+// operations on the database's value, nor unreadable ones). A read finds
+// nothing of the database's there, so, as in FoundationDB (RYW's
+// updateConflictMap), its read conflict leaves them out. The parts share
+// r's and the writes' slices.
+func (tx *Tx) decided(r keyRange, ops, clears int) []keyRange {
+	parts := subtractRanges(r, tx.clears[:clears])
+	if tx.writes.Len() == 0 || len(parts) == 0 {
+		return parts
+	}
+	var keys [][]byte
+	tx.writes.Ascend(&txWrite{key: r.begin}, func(w *txWrite) bool {
+		if r.end != nil && bytes.Compare(w.key, r.end) >= 0 {
+			return false
+		}
+		if w.known && !w.unreadable && w.knownAt <= ops {
+			keys = append(keys, w.key)
+		}
+		return true
+	})
+	if len(keys) == 0 {
+		return parts
+	}
+	// Both in key order: cut each part at the keys inside it.
+	var out []keyRange
+	i := 0
+	for _, p := range parts {
+		for i < len(keys) && bytes.Compare(keys[i], p.begin) < 0 {
+			i++
+		}
+		b := p.begin
+		for ; i < len(keys) && (p.end == nil || bytes.Compare(keys[i], p.end) < 0); i++ {
+			if bytes.Compare(b, keys[i]) < 0 {
+				out = append(out, keyRange{b, keys[i]})
+			}
+			b = keyAfter(keys[i])
+		}
+		if p.end == nil || bytes.Compare(b, p.end) < 0 {
+			out = append(out, keyRange{b, p.end})
+		}
+	}
+	return out
 }
 
 // written returns the transaction's entry for key, if it wrote one.
@@ -617,13 +672,16 @@ func (r *TxReader) GetKey(sel KeySelector) ([]byte, error) {
 // or the key after it with OrEqual) up to and including k for a positive
 // offset, and from k up to the bound for another. The selector's key
 // itself is outside the range unless OrEqual: whether it exists does not
-// change what FirstGreaterThan or LastLessThan select.
+// change what FirstGreaterThan or LastLessThan select. What the
+// transaction's own writes decide (see decided) is left out.
 func (r *TxReader) selectorConflict(sel KeySelector, k []byte) {
 	if !r.records() {
 		return
 	}
 	if kr, ok := selectorSpan(sel, k); ok {
-		r.conflict(kr)
+		for _, p := range r.tx.decided(kr, len(r.tx.ops), len(r.tx.clears)) {
+			r.conflict(keyRange{bytes.Clone(p.begin), bytes.Clone(p.end)})
+		}
 	}
 }
 
@@ -708,7 +766,7 @@ func (r *TxReader) start(it *TxIterator) *TxIterator {
 	if r.records() {
 		r.tx.track(it)
 	}
-	it.clearsAt = len(r.tx.clears)
+	it.clearsAt, it.opsAt = len(r.tx.clears), len(r.tx.ops)
 	return it
 }
 
@@ -804,7 +862,9 @@ func (tx *Tx) finishOpen() {
 //	if err := it.Err(); err != nil { ... }
 //
 // The read conflict range is added as the iterator goes: up to the last key
-// it returned when it stops early at the limit, the whole range otherwise.
+// it returned when it stops early at the limit, the whole range otherwise,
+// less what the transaction's own writes had decided (keys set or cleared,
+// ranges cleared) when it began, as in FoundationDB.
 type TxIterator struct {
 	r        TxReader
 	opts     RangeOptions
@@ -818,6 +878,7 @@ type TxIterator struct {
 	finished bool
 	fast     *Iterator // while the transaction has no writes: the snapshot's own iterator
 	clearsAt int       // the transaction's clears when it started: what it read there came from none
+	opsAt    int       // its mutations when it started: what it read of the keys they decided came from none
 }
 
 // Next moves to the next pair; it returns false at the end or on error.
@@ -1010,11 +1071,11 @@ func (it *TxIterator) finish(limited bool) {
 			hi = keyAfter(it.cur)
 		}
 	}
-	// What lies in ranges the transaction cleared before the read came
-	// from its own writes, not the database: as in FoundationDB, no read
-	// conflict there. (A clear after the start is not subtracted: the read
-	// may have met the database's keys there first.)
-	for _, kr := range subtractRanges(keyRange{lo, hi}, it.r.tx.clears[:it.clearsAt]) {
+	// What the transaction's own writes had decided when the read began
+	// came from them, not the database: as in FoundationDB, no read
+	// conflict there. (A write after the start is not subtracted: the read
+	// may have met the database's key there first.)
+	for _, kr := range it.r.tx.decided(keyRange{lo, hi}, it.opsAt, it.clearsAt) {
 		it.r.conflict(keyRange{bytes.Clone(kr.begin), bytes.Clone(kr.end)})
 	}
 }
@@ -1055,7 +1116,7 @@ func (tx *Tx) write(key []byte) *txWrite {
 	}
 	w := &txWrite{key: bytes.Clone(key)}
 	if tx.cleared(key) {
-		w.known = true // cleared earlier in this transaction: absent
+		w.known, w.knownAt = true, len(tx.ops) // cleared earlier in this transaction: absent
 	}
 	tx.writes.Set(w)
 	return w
@@ -1105,6 +1166,7 @@ func (tx *Tx) fail(err error) {
 func (tx *Tx) Set(key, value []byte) {
 	if tx.mutation(op{kind: opSet, key: key, value: value}) {
 		w := tx.write(key)
+		w.decide(len(tx.ops))
 		// An unreadable key stays so (see SetVersionstampedKey).
 		w.known, w.present, w.value, w.pending = true, true, bytes.Clone(value), nil
 	}
@@ -1121,6 +1183,7 @@ func (tx *Tx) SetEntry(key, value []byte, o SetOptions) {
 	}
 	if tx.mutation(op{kind: opSet, key: key, value: value, expiry: exp, flags: o.Flags}) {
 		w := tx.write(key)
+		w.decide(len(tx.ops))
 		// An unreadable key stays so (see SetVersionstampedKey).
 		w.known, w.present, w.value, w.pending = true, true, bytes.Clone(value), nil
 	}
@@ -1136,6 +1199,7 @@ func (tx *Tx) Clear(key []byte) {
 	}
 	if tx.mutation(op{kind: opDelete, key: key}) {
 		w := tx.write(key)
+		w.decide(len(tx.ops))
 		w.known, w.present, w.value, w.pending, w.unreadable = true, false, nil, nil, false
 		tx.makeReadable(keyRange{w.key, keyAfter(bytes.Clone(key))})
 	}
@@ -1163,6 +1227,7 @@ func (tx *Tx) ClearRange(begin, end []byte) {
 		if !r.contains(w.key) {
 			return false
 		}
+		w.decide(len(tx.ops))
 		w.known, w.present, w.value, w.pending, w.unreadable = true, false, nil, nil, false
 		return true
 	})

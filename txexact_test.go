@@ -151,8 +151,9 @@ func txAtomic(tx *Tx, kind string, k, p []byte) {
 // transaction's own writes (a Set, Clear or ClearRange, perhaps with
 // atomic operations after it); a key selector, the keys between its bound
 // and where it lands; a range read, what it covered (up to the last pair
-// returned when a limit or an early stop cut it short); a snapshot read,
-// nothing.
+// returned when a limit or an early stop cut it short); both less what
+// the transaction's own writes had decided when the read began; a
+// snapshot read, nothing.
 func TestTxExactModel(t *testing.T) {
 	seed := testSeed(t)
 	r := rand.New(rand.NewPCG(seed, 11))
@@ -248,9 +249,9 @@ func TestTxExactModel(t *testing.T) {
 			t.Helper()
 			t.Fatalf("round %d: %s\nsteps:\n%s", round, fmt.Sprintf(format, args...), strings.Join(log, "\n"))
 		}
-		// A read conflict range, less the ranges the transaction had
-		// cleared when a range read began: it read those from its own
-		// writes (selectors resolve against the database's keys: none).
+		// A read conflict range, less what the transaction's own writes
+		// had decided when the read began (the ranges it had cleared, the
+		// keys it had set or cleared): it read those from its own writes.
 		type modelRead struct {
 			keyRange
 			own []keyRange
@@ -261,15 +262,24 @@ func TestTxExactModel(t *testing.T) {
 				reads = append(reads, modelRead{keyRange{bytes.Clone(lo), bytes.Clone(hi)}, own})
 			}
 		}
+		own := func() []keyRange {
+			o := slices.Clone(cleared)
+			for k, ok := range known {
+				if ok {
+					o = append(o, keyRange{[]byte(k), keyAfter([]byte(k))})
+				}
+			}
+			return o
+		}
 		readSelector := func(rd *TxReader, s KeySelector, k []byte) {
 			bound := selectorBound(s)
 			switch {
 			case s.Offset <= 0:
-				read(rd, k, bound, nil)
+				read(rd, k, bound, own())
 			case k == nil:
-				read(rd, bound, nil, nil)
+				read(rd, bound, nil, own())
 			default:
-				read(rd, bound, keyAfter(bytes.Clone(k)), nil)
+				read(rd, bound, keyAfter(bytes.Clone(k)), own())
 			}
 		}
 		readRange := func(rd *TxReader, lo, hi []byte, o RangeOptions, kvs []KeyValue, own []keyRange) {
@@ -426,7 +436,7 @@ func TestTxExactModel(t *testing.T) {
 					ehi = hi
 					readSelector(rd, e, hi)
 				}
-				readRange(rd, blo, ehi, o, kvs, slices.Clip(cleared))
+				readRange(rd, blo, ehi, o, kvs, own())
 			case 10:
 				lo, hi := span()
 				if r.IntN(5) == 0 {
@@ -438,14 +448,14 @@ func TestTxExactModel(t *testing.T) {
 				if want := view.rangeOf(lo, hi, o); err != nil || hexKVs(kvs) != want {
 					fail("range %q %q %+v = %s, %v; want %s", lo, hi, o, hexKVs(kvs), err, want)
 				}
-				readRange(rd, lo, hi, o, kvs, slices.Clip(cleared))
+				readRange(rd, lo, hi, o, kvs, own())
 			default:
 				// An iterator stepped while the transaction writes: each
 				// step returns the next key the transaction sees then.
 				lo, hi := span()
 				rev := r.IntN(2) == 0
 				it := rd.KeyRangeIterator(lo, hi, &RangeOptions{Reverse: rev})
-				own := slices.Clip(cleared)
+				own := own()
 				log = append(log, fmt.Sprintf("%siterator %q %q reverse %v", how, lo, hi, rev))
 				var cur []byte
 				exhausted := false
