@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/internal/storerr"
 )
 
 // INFO.
@@ -998,7 +999,13 @@ func cmdSave(c *client, args [][]byte) {
 	}
 	defer c.s.bgsave.Store(false)
 	if _, err := c.s.backup(context.Background()); err != nil {
-		c.replyErr("ERR " + trimCode(engineError(err)))
+		if storerr.Classify(err) == storerr.Other {
+			c.replyErr("ERR " + trimCode(c.s.engineError(err)))
+			return
+		}
+		// The backup's files are the server's: the log gets them.
+		c.s.log.Error("redis: SAVE failed", "err", err)
+		c.replyErr("ERR the backup failed: " + storerr.Reason(err) + " (the server's log has the cause)")
 		return
 	}
 	c.replyOK()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/caskade/caskade"
 	"github.com/caskade/caskade/resp"
+	"github.com/caskade/caskade/server/internal/storerr"
 	"github.com/caskade/caskade/server/netloop"
 )
 
@@ -833,7 +834,7 @@ func (c *client) exec(cmd *command, args [][]byte, now time.Time) {
 		if c.retry(err, attempt, turn) {
 			continue
 		}
-		c.replyErr(engineError(err))
+		c.replyErr(c.s.engineError(err))
 		break
 	}
 	turn.Done()
@@ -862,7 +863,7 @@ func (c *client) replyDouble(f float64)    { c.out = resp.AppendDouble(c.out, f,
 func (c *client) replyBool(b bool)         { c.out = resp.AppendBool(c.out, b, c.proto) }
 
 // replyDBError replies the error of a failed read or write.
-func (c *client) replyDBError(err error) { c.replyErr(engineError(err)) }
+func (c *client) replyDBError(err error) { c.replyErr(c.s.engineError(err)) }
 
 // Errors.
 
@@ -893,16 +894,34 @@ func (c *client) cmdName() string {
 	return ""
 }
 
-// engineError turns an engine error into an error reply.
-func engineError(err error) string {
+// engineError turns an engine error into an error reply. Storage errors
+// name the server's files and system errors: their replies say what
+// happened as Redis says it when its AOF cannot be written (MISCONF, with
+// the system's reason and no path), and the log gets the cause.
+func (s *Server) engineError(err error) string {
+	switch k := storerr.Classify(err); k {
+	case storerr.WritesStopped:
+		// The database logged the cause when it stopped writes.
+		maybe := ""
+		if errors.Is(err, caskade.ErrCommitUnknownResult) {
+			maybe = "the transaction may or may not have committed; "
+		}
+		return "MISCONF Errors writing to the data files: " + storerr.Reason(err) +
+			" (" + maybe + "writes are stopped until the server restarts; its log has the cause)"
+	case storerr.NoSpace:
+		s.storeErrs.Report(s.log, "redis", k, err)
+		return "MISCONF Errors writing to the data files: No space left on device" +
+			" (the write was refused; writes resume once there is room)"
+	case storerr.IO:
+		s.storeErrs.Report(s.log, "redis", k, err)
+		return "ERR I/O error in the data files (the server's log has the cause)"
+	}
 	msg := err.Error()
 	const p = "caskade: "
 	for len(msg) >= len(p) && msg[:len(p)] == p {
 		msg = msg[len(p):]
 	}
 	switch {
-	case errors.Is(err, caskade.ErrWritesStopped):
-		return "MISCONF " + msg
 	case errors.Is(err, caskade.ErrReadOnly):
 		return "READONLY You can't write against a read only database."
 	case errors.Is(err, caskade.ErrNotInteger):

@@ -265,6 +265,16 @@
 //     its aof_* fields the merges, BGREWRITEAOF's and the engine's own
 //     (aof_last_rewrite_time_sec is the last merge's duration,
 //     aof_current_size the data files' size).
+//   - A write the storage refuses gets Redis's reply for a failed AOF
+//     write, with the system's reason and no file name: "MISCONF Errors
+//     writing to the data files: No space left on device (the write was
+//     refused; writes resume once there is room)" when the disk is full
+//     (only that write fails), and "MISCONF Errors writing to the data
+//     files: <reason> (writes are stopped until the server restarts; ...)"
+//     once a failed write or fsync has stopped writes (caskade's
+//     ErrWritesStopped); an EXEC whose commit fails so gets the same
+//     error, as Redis refuses EXEC. Other I/O errors reply "ERR I/O error
+//     in the data files". The server's log has each cause, with its file.
 //   - INCRBYFLOAT computes, as Redis on x86-64 does, in 80-bit long
 //     double (emulated with math/big), so its results are Redis's to the
 //     byte (except next to the least subnormal value, about 3.6e-4951).

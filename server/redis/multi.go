@@ -9,6 +9,7 @@ import (
 
 	"github.com/caskade/caskade"
 	"github.com/caskade/caskade/resp"
+	"github.com/caskade/caskade/server/internal/storerr"
 )
 
 // multiState is a transaction being queued (MULTI ... EXEC).
@@ -308,7 +309,13 @@ func cmdExec(c *client, args [][]byte) {
 				continue
 			}
 		}
-		c.replyErr("EXECABORT Transaction discarded because of: " + trimCode(engineError(err)))
+		if storerr.Classify(err) != storerr.Other {
+			// As Redis refuses an EXEC of writes when it cannot
+			// persist them: with the MISCONF error itself.
+			c.replyErr(c.s.engineError(err))
+			break
+		}
+		c.replyErr("EXECABORT Transaction discarded because of: " + trimCode(c.s.engineError(err)))
 		break
 	}
 	c.trk.afterCommand(exec, false)

@@ -127,7 +127,7 @@ func noMultiRefusal(cmd *command) string {
 // execTx runs a command against the open CSK transaction.
 func (c *client) execTx(cmd *command, args [][]byte, fn cmdFunc) {
 	if c.tx.tooOld {
-		c.replyErr(txErrMsg(caskade.ErrTransactionTooOld))
+		c.replyErr(c.s.txErrMsg(caskade.ErrTransactionTooOld))
 	} else {
 		if c.trk.on && cmd.has(fReadonly) {
 			c.s.track.remember(c, cmd, args)
@@ -153,7 +153,7 @@ func (c *client) endTx() {
 // txErrMsg is the error reply for a failed transaction read or commit:
 // the retryable FoundationDB errors get their own codes, so that clients
 // can tell them apart and retry.
-func txErrMsg(err error) string {
+func (s *Server) txErrMsg(err error) string {
 	var e *caskade.Error
 	if errors.As(err, &e) {
 		switch e.Code {
@@ -163,7 +163,7 @@ func txErrMsg(err error) string {
 			return fmt.Sprintf("TOOOLD %s (%d)", e.Msg, e.Code)
 		}
 	}
-	return engineError(err)
+	return s.engineError(err)
 }
 
 // replyReadErr replies the error of a failed read. A transaction found
@@ -174,7 +174,7 @@ func (c *client) replyReadErr(err error) {
 	if c.tx != nil && errors.Is(err, caskade.ErrTransactionTooOld) {
 		c.tx.tooOld = true
 	}
-	c.replyErr(txErrMsg(err))
+	c.replyErr(c.s.txErrMsg(err))
 }
 
 // Readers.
@@ -607,7 +607,7 @@ func cmdCskAtomic(c *client, args [][]byte) {
 		return nil
 	})
 	if err != nil {
-		c.replyErr(txErrMsg(err))
+		c.replyErr(c.s.txErrMsg(err))
 		return
 	}
 	c.replyOK()
@@ -673,11 +673,11 @@ func cmdCskCommit(c *client, args [][]byte) {
 		defer c.s.track.clearInflight(c)
 	}
 	if t.tooOld {
-		c.replyErr(txErrMsg(caskade.ErrTransactionTooOld))
+		c.replyErr(c.s.txErrMsg(caskade.ErrTransactionTooOld))
 		return
 	}
 	if err := t.tx.Commit(); err != nil {
-		c.replyErr(txErrMsg(err))
+		c.replyErr(c.s.txErrMsg(err))
 		return
 	}
 	c.replyOK()
@@ -724,7 +724,7 @@ func cmdCskSnapshot(c *client, args [][]byte) {
 		return
 	}
 	if c.tx.tooOld {
-		c.replyErr(txErrMsg(caskade.ErrTransactionTooOld))
+		c.replyErr(c.s.txErrMsg(caskade.ErrTransactionTooOld))
 		return
 	}
 	if c.trk.on {

@@ -257,7 +257,7 @@ func (c *client) rebuildReplies(errs []error) {
 		c.out = append(c.out, tail[prev:s]...)
 		if d.batch >= 0 && errs[d.batch] != nil {
 			d.cmd.failed.Add(1)
-			c.replyErr(engineError(errs[d.batch]))
+			c.replyErr(c.s.engineError(errs[d.batch]))
 		} else if d.sum >= 0 {
 			c.replyInt(p.batches[d.batch].Int(d.sum))
 		} else {

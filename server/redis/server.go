@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/internal/storerr"
 	"github.com/caskade/caskade/server/metrics"
 	"github.com/caskade/caskade/server/netloop"
 )
@@ -134,6 +135,7 @@ type Server struct {
 	merging     atomic.Bool
 	saveFailed  atomic.Bool // the last SAVE or BGSAVE failed (INFO's rdb_last_bgsave_status)
 	mergeFailed atomic.Bool // the last BGREWRITEAOF failed (aof_last_bgrewrite_status)
+	storeErrs   storerr.Reporter
 	unsub       func()
 
 	loops      netloop.Pool

@@ -1,0 +1,107 @@
+package redis
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/vfs"
+	"github.com/caskade/caskade/vfs/errorfs"
+)
+
+// logBuffer is a slog destination the test can read.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestStorageErrorReplies fills the disk and then fails an fsync under a
+// server, and checks that the error replies say what happened as Redis
+// says it (MISCONF, with the system's reason) without naming the server's
+// files, that the log has the cause with the file, and that a write
+// refused for lack of space leaves writes going once there is room.
+func TestStorageErrorReplies(t *testing.T) {
+	dir := t.TempDir()
+	efs := errorfs.New(vfs.OS())
+	logs := &logBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
+	db, err := caskade.Open(dir, &caskade.Options{FS: efs, Sync: caskade.SyncAlways, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ts := startServerOn(t, db, func(s *Server) { s.Logger = logger })
+	c := ts.dial()
+	c.do(cmd("SET", "before", "1"), "+OK\r\n")
+	noPath := func(what, line string) {
+		t.Helper()
+		if strings.Contains(line, dir) || strings.Contains(line, ".data") {
+			t.Errorf("%s: the reply names a file: %q", what, line)
+		}
+	}
+
+	const noSpace = "-MISCONF Errors writing to the data files: No space left on device" +
+		" (the write was refused; writes resume once there is room)\r\n"
+	efs.Inject(errorfs.OpWrite, syscall.ENOSPC)
+	for _, step := range []struct {
+		what, req string
+		replies   int
+	}{
+		{"SET", cmd("SET", "k", "v"), 1},
+		{"MSET", cmd("MSET", "a", "1", "b", "2"), 1},
+		{"INCR", cmd("INCR", "n"), 1},
+		{"pipelined SET", cmd("SET", "p1", "v") + cmd("SET", "p2", "v"), 2},
+	} {
+		c.send(step.req)
+		for range step.replies {
+			line := c.readLine()
+			noPath(step.what, line)
+			if line != noSpace {
+				t.Errorf("%s on a full disk: %q, want %q", step.what, line, noSpace)
+			}
+		}
+	}
+	// EXEC is refused with the error itself, as Redis refuses it.
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("SET", "m", "1"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), noSpace)
+	if !strings.Contains(logs.String(), dir) || !strings.Contains(logs.String(), "no space left on device") {
+		t.Errorf("the log lacks the cause with its file:\n%s", logs.String())
+	}
+
+	// Room again: writes go on.
+	efs.Inject(errorfs.OpWrite, nil)
+	c.do(cmd("SET", "k", "v"), "+OK\r\n")
+
+	// A failed fsync stops writes; the reply gives the system's reason.
+	efs.Inject(errorfs.OpSync, syscall.EIO)
+	const stopped = "-MISCONF Errors writing to the data files: Input/output error" +
+		" (writes are stopped until the server restarts; its log has the cause)\r\n"
+	c.do(cmd("SET", "k", "w"), stopped)
+	c.do(cmd("SET", "k", "x"), stopped)
+	c.do(cmd("GET", "k"), "$1\r\nv\r\n") // reads go on
+	c.do(cmd("CSK.BEGIN"), "+OK\r\n")
+	c.do(cmd("SET", "t", "1"), "+OK\r\n")
+	c.send(cmd("CSK.COMMIT"))
+	line := c.readLine()
+	noPath("CSK.COMMIT", line)
+	if want := "-MISCONF Errors writing to the data files: Input/output error (the transaction may or may not have committed; "; !strings.HasPrefix(line, want) {
+		t.Errorf("CSK.COMMIT after writes stopped: %q", line)
+	}
+}
