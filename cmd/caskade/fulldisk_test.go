@@ -171,7 +171,7 @@ func (c *fullClient) step(ctx context.Context) error {
 		case rerr != nil:
 			err = rerr
 		case line == "STORED\r\n":
-		case strings.HasPrefix(line, "SERVER_ERROR ") && strings.HasSuffix(line, "no space left on device\r\n"):
+		case line == "SERVER_ERROR no space left on device\r\n":
 			refused = true
 		default:
 			err = fmt.Errorf("replied %q", line)

@@ -75,7 +75,7 @@ func (ss *session) cursorPage(page *cursorPage, withCas bool) string {
 	begin, end, limit := page.begin, page.end, page.limit
 	it, err := ss.s.DB.NewIterator(&caskade.IterOptions{LowerBound: begin, UpperBound: end})
 	if err != nil {
-		return serverError(err)
+		return ss.s.serverError(err)
 	}
 	defer it.Close()
 	n, skipped := page.n, page.skipped
@@ -118,7 +118,7 @@ func (ss *session) cursorPage(page *cursorPage, withCas bool) string {
 		}
 	}
 	if err := it.Err(); err != nil {
-		return serverError(err)
+		return ss.s.serverError(err)
 	}
 	return ""
 }

@@ -44,7 +44,13 @@
 // and the item header, so memcached stores slightly less than -I).
 //
 // Errors are memcached's: ERROR (unknown command), "CLIENT_ERROR <reason>"
-// and "SERVER_ERROR <reason>". As in memcached, a storage command whose
+// and "SERVER_ERROR <reason>". A write the storage refuses gets
+// "SERVER_ERROR no space left on device" when the disk is full (that write
+// alone fails; the next may go through once there is room), "SERVER_ERROR
+// writes stopped after an I/O error" once a failed write or fsync has
+// stopped writes (caskade.ErrWritesStopped), and other I/O errors
+// "SERVER_ERROR I/O error"; none names a file of the server, and the
+// server's log has the cause. As in memcached, a storage command whose
 // line is bad but whose <bytes> could be read skips its data block; a data
 // block not followed by "\r\n" gets "CLIENT_ERROR bad data chunk" and the
 // stream continues after <bytes>+2 bytes; input with no newline in its

@@ -296,7 +296,7 @@ func (ss *session) metaGet() {
 		b.SetEntry(m.key, nil, caskade.SetOptions{ExpiresAt: exp})
 		werr := s.DB.Write(&b)
 		if werr != nil && !errors.Is(werr, caskade.ErrConflict) {
-			ss.replyErrorAlways(serverError(werr))
+			ss.replyErrorAlways(ss.s.serverError(werr))
 			return
 		}
 		created = werr == nil
@@ -362,7 +362,7 @@ func (ss *session) metaGet() {
 		return
 	}
 	if err != nil {
-		ss.replyErrorAlways(serverError(err))
+		ss.replyErrorAlways(ss.s.serverError(err))
 		return
 	}
 	if touched {
@@ -578,7 +578,7 @@ func (ss *session) metaSet() error {
 	ss.commitPending()
 	out, err := s.store(&req)
 	if err != nil {
-		ss.replyErrorAlways(serverError(err))
+		ss.replyErrorAlways(ss.s.serverError(err))
 		return nil
 	}
 	ss.storeStats(req.hasCas, out.res)
@@ -731,7 +731,7 @@ func (ss *session) metaDelete() {
 		return "", errContended
 	}()
 	if err != nil {
-		ss.replyErrorAlways(serverError(err))
+		ss.replyErrorAlways(ss.s.serverError(err))
 		return
 	}
 	if code == "HD" && m.has('q') {
@@ -790,7 +790,7 @@ func (ss *session) metaArith() {
 		return
 	}
 	if err != nil {
-		ss.replyErrorAlways(serverError(err))
+		ss.replyErrorAlways(ss.s.serverError(err))
 		return
 	}
 	hit, miss := statIncrHits, statIncrMisses
@@ -890,7 +890,7 @@ func (ss *session) metaDebug() {
 		return
 	}
 	if err != nil {
-		ss.replyErrorAlways(serverError(err))
+		ss.replyErrorAlways(ss.s.serverError(err))
 		return
 	}
 	now := ss.now

@@ -106,9 +106,9 @@ func (ss *session) pendingDone(errs []error) {
 		prev = st.at
 		ss.s.observe(st.cmd, st.start, end, err != nil)
 		if err != nil {
-			ss.s.log.Warn("memcache: store failed", "err", err)
+			msg := ss.s.serverError(err) // logs a storage error's cause
 			if !st.quietErr {
-				ss.out = append(append(ss.out, serverError(err)...), "\r\n"...)
+				ss.out = append(append(ss.out, msg...), "\r\n"...)
 			}
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/internal/storerr"
 	"github.com/caskade/caskade/server/metrics"
 	"github.com/caskade/caskade/server/netloop"
 )
@@ -109,6 +110,7 @@ type Server struct {
 	log         *slog.Logger
 	cmdh        [numCommands]*metrics.CommandHandle
 	items       *itemStates
+	storeErrs   storerr.Reporter
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}

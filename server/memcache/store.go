@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/internal/storerr"
 )
 
 // maxAttempts bounds the retries of one read-modify-write that keeps
@@ -412,8 +413,21 @@ func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }
 
-// serverError maps a database error to a SERVER_ERROR line.
-func serverError(err error) string {
+// serverError maps a database error to a SERVER_ERROR line. Storage
+// errors name the server's files and system errors: their lines say what
+// happened, and the log gets the cause.
+func (s *Server) serverError(err error) string {
+	switch k := storerr.Classify(err); k {
+	case storerr.WritesStopped:
+		// The database logged the cause when it stopped writes.
+		return "SERVER_ERROR writes stopped after an I/O error"
+	case storerr.NoSpace:
+		s.storeErrs.Report(s.log, "memcache", k, err)
+		return "SERVER_ERROR no space left on device"
+	case storerr.IO:
+		s.storeErrs.Report(s.log, "memcache", k, err)
+		return "SERVER_ERROR I/O error (the server's log has the cause)"
+	}
 	switch {
 	case errors.Is(err, errContended):
 		return errContention
@@ -423,8 +437,6 @@ func serverError(err error) string {
 		return "SERVER_ERROR key too large"
 	case errors.Is(err, caskade.ErrReadOnly):
 		return "SERVER_ERROR database is read-only"
-	case errors.Is(err, caskade.ErrWritesStopped):
-		return "SERVER_ERROR writes stopped after an I/O error"
 	case errors.Is(err, caskade.ErrClosed):
 		return "SERVER_ERROR database closed"
 	}

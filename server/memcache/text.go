@@ -275,7 +275,7 @@ func (ss *session) retrieveKeys(g *resumeGet, mark int) {
 			continue
 		}
 		if err != nil {
-			fail(serverError(err))
+			fail(ss.s.serverError(err))
 			s.log.Warn("memcache: read failed", "err", err)
 			return
 		}
@@ -387,7 +387,7 @@ func (ss *session) storage(cmd commandID) error {
 	ss.commitPending()
 	out, err := s.store(&req)
 	if err != nil {
-		ss.replyError(serverError(err))
+		ss.replyError(ss.s.serverError(err))
 		s.log.Warn("memcache: store failed", "err", err)
 		return nil
 	}
@@ -449,7 +449,7 @@ func (ss *session) touch() {
 		err = nil
 	}
 	if err != nil {
-		ss.replyError(serverError(err))
+		ss.replyError(ss.s.serverError(err))
 		return
 	}
 	if found {
@@ -484,7 +484,7 @@ func (ss *session) delete() {
 	}
 	res, err := ss.s.deleteKey(t[1], false, 0)
 	if err != nil {
-		ss.replyError(serverError(err))
+		ss.replyError(ss.s.serverError(err))
 		return
 	}
 	if res == resStored {
@@ -519,7 +519,7 @@ func (ss *session) arith(incr bool) {
 		return
 	}
 	if err != nil {
-		ss.replyError(serverError(err))
+		ss.replyError(ss.s.serverError(err))
 		return
 	}
 	hit, miss := statIncrHits, statIncrMisses
@@ -577,7 +577,7 @@ func (ss *session) flushAll() {
 	}
 	s.flushMu.Unlock()
 	if err := s.flushNow(); err != nil {
-		ss.replyError(serverError(err))
+		ss.replyError(ss.s.serverError(err))
 		return
 	}
 	ss.reply("OK")
