@@ -535,6 +535,15 @@ func (db *DB) runGroup(group []*commitReq) {
 		err = readErr
 	} else if len(buf) > 0 {
 		err = db.writeGroup(buf, applies, ends)
+		switch {
+		case err == nil:
+			if db.refused.Load() != nil {
+				db.refused.Store(nil)
+			}
+		case errors.Is(err, syscall.ENOSPC) && !errors.Is(err, ErrWritesStopped):
+			refused := err // its own variable: err stays off the heap
+			db.refused.Store(&refused)
+		}
 	}
 	if err == nil {
 		db.lastVer = ver

@@ -479,9 +479,15 @@ func TestENOSPCRecovers(t *testing.T) {
 		t.Fatalf("set without space: %v", err)
 	}
 	mustMiss(t, db, "big")
+	if st := db.Stats(); !errors.Is(st.WriteRefused, syscall.ENOSPC) || st.WriteError != nil {
+		t.Fatalf("stats after a refused write: refused %v, write error %v", st.WriteRefused, st.WriteError)
+	}
 	efs.SetSpace(-1)
 	if err := db.Set([]byte("b"), []byte("2")); err != nil {
 		t.Fatalf("set after space returned: %v", err)
+	}
+	if st := db.Stats(); st.WriteRefused != nil {
+		t.Fatalf("stats after a write went through: refused %v", st.WriteRefused)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

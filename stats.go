@@ -52,6 +52,11 @@ type Stats struct {
 	Recovery RecoveryStats
 	// WriteError is the error that stopped writes, if any.
 	WriteError error
+	// WriteRefused is the error of the last write refused for lack of
+	// space (errors.Is(err, syscall.ENOSPC)) while no write has succeeded
+	// since: the disk is full, or was when a write last tried. Nil once a
+	// write succeeds.
+	WriteRefused error
 	// Merge is the progress of a running merge.
 	Merge MergeProgress
 	// Merges counts the merges (Merge, and those of Options.MergeInterval)
@@ -96,6 +101,10 @@ func (db *DB) Stats() Stats {
 	db.cmu.Lock()
 	werr := db.writeErr
 	db.cmu.Unlock()
+	var refused error
+	if p := db.refused.Load(); p != nil {
+		refused = *p
+	}
 	db.mu.RLock()
 	s := Stats{
 		Commits:       db.commits.Load(),
@@ -106,6 +115,7 @@ func (db *DB) Stats() Stats {
 		OpenSnapshots: db.snapshots,
 		Recovery:      db.recovery,
 		WriteError:    werr,
+		WriteRefused:  refused,
 		Merge:         db.mergeProgress,
 		Merges:        db.merges,
 		MergeFailures: db.mergeFailures,

@@ -166,10 +166,9 @@ func (s *Server) info(c *client, want map[string]bool) string {
 		kv("caskade_dead_bytes", dbStats.DeadBytes)
 	}
 	if section("persistence", "Persistence") {
-		status := "ok"
-		if dbStats.WriteError != nil {
-			status = "err"
-		}
+		// As Redis's: err from a failed write until a write succeeds;
+		// for good once writes are stopped.
+		status := okOrErr(dbStats.WriteError != nil || dbStats.WriteRefused != nil)
 		kv("loading", 0)
 		kv("async_loading", 0)
 		kv("current_cow_peak", 0)

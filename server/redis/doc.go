@@ -264,7 +264,9 @@
 //     (rdb_changes_since_last_save counts the commits since the last),
 //     its aof_* fields the merges, BGREWRITEAOF's and the engine's own
 //     (aof_last_rewrite_time_sec is the last merge's duration,
-//     aof_current_size the data files' size).
+//     aof_current_size the data files' size); aof_last_write_status is err
+//     from a write refused for lack of space until a write succeeds, and
+//     for good once writes are stopped.
 //   - A write the storage refuses gets Redis's reply for a failed AOF
 //     write, with the system's reason and no file name: "MISCONF Errors
 //     writing to the data files: No space left on device (the write was

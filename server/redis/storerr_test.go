@@ -105,3 +105,46 @@ func TestStorageErrorReplies(t *testing.T) {
 		t.Errorf("CSK.COMMIT after writes stopped: %q", line)
 	}
 }
+
+// TestInfoLastWriteStatus checks INFO persistence's aof_last_write_status
+// as Redis keeps it: err from a write refused for lack of space until a
+// write succeeds, and err for good once a failed fsync stopped writes.
+func TestInfoLastWriteStatus(t *testing.T) {
+	efs := errorfs.New(vfs.OS())
+	db, err := caskade.Open(t.TempDir(), &caskade.Options{FS: efs, Sync: caskade.SyncAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ts := startServerOn(t, db)
+	c := ts.dial()
+	status := func(want string) {
+		t.Helper()
+		if got := infoSection(t, c, "persistence")["aof_last_write_status"]; got != want {
+			t.Fatalf("aof_last_write_status = %q, want %q", got, want)
+		}
+	}
+	c.do(cmd("SET", "k", "1"), "+OK\r\n")
+	status("ok")
+	efs.Inject(errorfs.OpWrite, syscall.ENOSPC)
+	c.send(cmd("SET", "k", "2"))
+	if line := c.readLine(); !strings.HasPrefix(line, "-MISCONF ") {
+		t.Fatalf("SET on a full disk: %q", line)
+	}
+	status("err")
+	c.do(cmd("GET", "k"), "$1\r\n1\r\n") // a read changes nothing
+	status("err")
+	efs.Inject(errorfs.OpWrite, nil)
+	c.do(cmd("SET", "k", "3"), "+OK\r\n")
+	status("ok")
+	efs.Inject(errorfs.OpSync, syscall.EIO)
+	c.send(cmd("SET", "k", "4"))
+	if line := c.readLine(); !strings.HasPrefix(line, "-MISCONF ") {
+		t.Fatalf("SET with fsync failing: %q", line)
+	}
+	status("err")
+	efs.Inject(errorfs.OpSync, nil) // stopped writes stay stopped
+	c.send(cmd("SET", "k", "5"))
+	c.readLine()
+	status("err")
+}
