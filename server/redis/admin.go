@@ -226,7 +226,7 @@ func (s *Server) info(c *client, want map[string]bool) string {
 		kv("aof_buffer_length", 0)
 		kv("aof_pending_bio_fsync", 0)
 		kv("aof_delayed_fsync", 0)
-		kv("caskade_sync", s.Sync.String())
+		kv("caskade_sync", s.DB.SyncPolicy().String())
 		kv("caskade_data_files", len(dbStats.Files))
 		kv("caskade_version", dbStats.Version)
 	}
@@ -540,10 +540,10 @@ var configParams = []configParam{
 	{name: "databases", get: func(s *Server) string { return strconv.Itoa(s.databases) }, immutable: true},
 	{name: "appendonly", get: func(s *Server) string { return "yes" }, immutable: true},
 	{name: "appendfsync", get: func(s *Server) string {
-		if s.Sync == caskade.SyncNone {
+		if s.DB.SyncPolicy() == caskade.SyncNone {
 			return "no"
 		}
-		return s.Sync.String()
+		return s.DB.SyncPolicy().String()
 	}, immutable: true},
 	{name: "save", get: func(s *Server) string { return "" }, immutable: true},
 	{name: "port", get: func(s *Server) string { return strconv.Itoa(s.port()) }, immutable: true},

@@ -304,6 +304,7 @@ func TestGoRedisServer(t *testing.T) {
 		}
 	}
 	eq(t, "appendonly", cfg["appendonly"], "yes")
+	eq(t, "appendfsync", cfg["appendfsync"], "no") // the DB's SyncNone; Server.Sync is left unset
 	eq(t, "CONFIG SET maxclients", res(t, rdb.ConfigSet(ctx, "maxclients", "100")), "OK")
 	eq(t, "maxclients", res(t, rdb.ConfigGet(ctx, "maxclients"))["maxclients"], "100")
 	err := rdb.ConfigSet(ctx, "dir", "/tmp").Err()

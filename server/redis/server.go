@@ -73,8 +73,11 @@ type Server struct {
 	// send once authenticated, and the largest value APPEND or SETRANGE may
 	// build (default 512 MiB, Redis's proto-max-bulk-len).
 	ProtoMaxBulkLen int64
-	// Sync is the durability policy the DB was opened with; it is only
-	// reported (CONFIG GET appendfsync, INFO persistence).
+	// Sync is ignored: CONFIG GET appendfsync and INFO persistence
+	// report the policy DB was opened with (DB.SyncPolicy).
+	//
+	// Deprecated: set nothing; a Server left at the zero value here
+	// reported "always" whatever its DB did.
 	Sync caskade.SyncPolicy
 	// Version is caskade's version, reported by INFO (caskade_version).
 	Version string
