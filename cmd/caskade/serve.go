@@ -25,6 +25,7 @@ import (
 
 	"github.com/caskade/caskade"
 	"github.com/caskade/caskade/resp"
+	"github.com/caskade/caskade/server/access"
 	"github.com/caskade/caskade/server/httpapi"
 	"github.com/caskade/caskade/server/memcache"
 	"github.com/caskade/caskade/server/metrics"
@@ -387,21 +388,22 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 	// All front ends share the database and one metrics registry (served at
 	// /metrics on the HTTP address).
 	m := metrics.New(db)
+	// One set of access settings for the three front ends, so that Redis's
+	// CONFIG SET requirepass and protected-mode apply to all of them.
+	acc := access.New(cfg.requirepass, bool(cfg.protectedMode))
 	srv := &redis.Server{
-		Metrics:              m,
-		DB:                   db,
-		Password:             cfg.requirepass,
-		DisableProtectedMode: !bool(cfg.protectedMode),
-		MaxClients:           cfg.maxclients,
-		IdleTimeout:          time.Duration(cfg.timeout) * time.Second,
-		Databases:            cfg.databases,
-		Sync:                 policy,
-		Version:              versionString(),
-		ConfigFile:           cfg.config,
-		BackupDir:            filepath.Join(cfg.dir, "backups"),
-		Logger:               log,
-		ShutdownFunc:         shutdown,
-		EventLoops:           cfg.eventLoops,
+		Metrics:      m,
+		DB:           db,
+		Access:       acc,
+		MaxClients:   cfg.maxclients,
+		IdleTimeout:  time.Duration(cfg.timeout) * time.Second,
+		Databases:    cfg.databases,
+		Version:      versionString(),
+		ConfigFile:   cfg.config,
+		BackupDir:    filepath.Join(cfg.dir, "backups"),
+		Logger:       log,
+		ShutdownFunc: shutdown,
+		EventLoops:   cfg.eventLoops,
 	}
 
 	var listeners []net.Listener
@@ -452,10 +454,10 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 		tlsListener = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 		listeners = append(listeners, tlsListener)
 	}
-	mc := &memcache.Server{DB: db, MaxConns: cfg.maxclients, IdleTimeout: srv.IdleTimeout, Password: cfg.requirepass,
-		DisableProtectedMode: srv.DisableProtectedMode, Logger: log, Metrics: m, EventLoops: cfg.eventLoops}
-	web := &httpapi.Server{DB: db, MaxConns: cfg.maxclients, Password: cfg.requirepass,
-		DisableProtectedMode: srv.DisableProtectedMode, EnablePprof: cfg.pprof, Logger: log, Metrics: m}
+	mc := &memcache.Server{DB: db, MaxConns: cfg.maxclients, IdleTimeout: srv.IdleTimeout, Access: acc,
+		Logger: log, Metrics: m, EventLoops: cfg.eventLoops}
+	web := &httpapi.Server{DB: db, MaxConns: cfg.maxclients, Access: acc,
+		EnablePprof: cfg.pprof, Logger: log, Metrics: m}
 	if !cfg.protectedMode && cfg.requirepass == "" {
 		log.Warn("caskade: protected mode is off and no password is set: any client that reaches a listener can read and change everything")
 	}

@@ -133,6 +133,9 @@
 // request from another address gets 403 protected_mode and its
 // connection is closed, counted as rejected (as Redis and memcached
 // refuse such a client; /healthz and /readyz are answered all the same).
+// With Access the password and protected mode are shared with other
+// front ends and read on every request (caskade serve shares them with
+// Redis, whose CONFIG SET requirepass and protected-mode then apply here).
 // Serve serves at most MaxConns connections at once (caskade serve's
 // --maxclients, for HTTP alone as for each other front end); a
 // connection beyond them gets 503 max_clients to its first request and

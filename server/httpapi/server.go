@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/access"
 	"github.com/caskade/caskade/server/metrics"
 )
 
@@ -65,6 +66,12 @@ type Server struct {
 	// without a Password. By default (protected mode, as in Redis) they get
 	// 403.
 	DisableProtectedMode bool
+	// Access, if set, holds the password and protected mode instead of
+	// Password and DisableProtectedMode (which are then ignored), shared
+	// with other front ends and read on every request, so that a change
+	// made through one of them (Redis's CONFIG SET requirepass or
+	// protected-mode) applies to the next request.
+	Access *access.Settings
 	// MaxConns bounds the connections Serve serves at once, over all its
 	// listeners (default DefaultMaxConns). A connection beyond it gets
 	// 503 max_clients to its first request and is closed, as Redis
@@ -95,7 +102,7 @@ type Server struct {
 	log      *slog.Logger
 	maxBody  int64
 	maxConns int64
-	pwHash   [sha256.Size]byte
+	access   *access.Settings // Access, or one made of Password and DisableProtectedMode
 	routes   [numRoutes]*metrics.CommandHandle
 
 	nconns atomic.Int64 // connections served, not refused
@@ -155,7 +162,10 @@ func (s *Server) init() {
 		if s.maxConns <= 0 {
 			s.maxConns = DefaultMaxConns
 		}
-		s.pwHash = sha256.Sum256([]byte(s.Password))
+		s.access = s.Access
+		if s.access == nil {
+			s.access = access.New(s.Password, !s.DisableProtectedMode)
+		}
 		s.Metrics.RegisterCommands(metrics.ProtocolHTTP, routeNames[:]...)
 		for i := range s.routes {
 			s.routes[i] = s.Metrics.Command(metrics.ProtocolHTTP, routeNames[i])
@@ -472,8 +482,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 
 // authorized enforces protected mode and the bearer password.
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
-	if s.Password == "" {
-		if s.DisableProtectedMode || isLoopback(r.RemoteAddr) {
+	password, protected := s.access.Get()
+	if password == "" {
+		if !protected || isLoopback(r.RemoteAddr) {
 			return true
 		}
 		// As Redis and memcached refuse such a client: the connection
@@ -487,8 +498,8 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	const bearer = "Bearer "
 	h := r.Header.Get("Authorization")
 	if len(h) > len(bearer) && strings.EqualFold(h[:len(bearer)], bearer) {
-		got := sha256.Sum256([]byte(h[len(bearer):]))
-		if subtle.ConstantTimeCompare(got[:], s.pwHash[:]) == 1 {
+		got, want := sha256.Sum256([]byte(h[len(bearer):])), sha256.Sum256([]byte(password))
+		if subtle.ConstantTimeCompare(got[:], want[:]) == 1 {
 			return true
 		}
 	}

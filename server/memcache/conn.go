@@ -37,7 +37,7 @@ type conn struct {
 func newConn(s *Server, nc net.Conn, lc *netloop.Conn) *conn {
 	c := &conn{s: s, nc: nc, lc: lc}
 	c.sess.init(s, newReader(connSource{c}, readBufferSize), false)
-	c.sess.authed = s.Password == ""
+	c.sess.authed = s.access.Password() == ""
 	c.sess.r.before = c.beforeRead
 	c.sess.flush = c.flush
 	c.sess.backlogged = func() bool { return c.looped() && c.lc.Backlogged() }

@@ -160,5 +160,9 @@
 //     authentication ("set" with "<user> <password>" as data); the user
 //     name is ignored. Without a password, clients from non-loopback
 //     addresses are refused (protected mode) unless DisableProtectedMode is
-//     set.
+//     set. With Server.Access the password and protected mode are shared
+//     with other front ends (caskade serve shares them with Redis, whose
+//     CONFIG SET requirepass and protected-mode then apply here: to new
+//     connections, and to each UDP datagram, dropped while a password is
+//     set).
 package memcache

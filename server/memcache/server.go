@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/access"
 	"github.com/caskade/caskade/server/internal/storerr"
 	"github.com/caskade/caskade/server/metrics"
 	"github.com/caskade/caskade/server/netloop"
@@ -88,6 +89,13 @@ type Server struct {
 	// "SERVER_ERROR ..." and are disconnected, and such UDP datagrams are
 	// dropped.
 	DisableProtectedMode bool
+	// Access, if set, holds the password and protected mode instead of
+	// Password and DisableProtectedMode (which are then ignored), shared
+	// with other front ends, so that a change made through one of them
+	// (Redis's CONFIG SET requirepass or protected-mode) applies here too:
+	// to connections accepted after it, and to every UDP datagram (which
+	// are dropped while a password is set).
+	Access *access.Settings
 	// UDPWorkers is the number of goroutines reading datagrams in each
 	// ServeUDP (default GOMAXPROCS).
 	UDPWorkers int
@@ -110,6 +118,7 @@ type Server struct {
 	log         *slog.Logger
 	cmdh        [numCommands]*metrics.CommandHandle
 	items       *itemStates
+	access      *access.Settings // Access, or one made of Password and DisableProtectedMode
 	storeErrs   storerr.Reporter
 
 	mu        sync.Mutex
@@ -145,6 +154,10 @@ func (s *Server) init() {
 			s.log = slog.New(slog.DiscardHandler)
 		}
 		s.initLoops()
+		s.access = s.Access
+		if s.access == nil {
+			s.access = access.New(s.Password, !s.DisableProtectedMode)
+		}
 		s.maxItemSize = s.MaxItemSize
 		if s.maxItemSize <= 0 {
 			s.maxItemSize = DefaultMaxItemSize
@@ -242,7 +255,7 @@ func (s *Server) track(l net.Listener, add bool) bool {
 // accept starts serving nc, or refuses it (limits, protected mode).
 func (s *Server) accept(nc net.Conn) {
 	s.stats.totalConns.Add(1)
-	if !s.DisableProtectedMode && s.Password == "" && !isLoopback(nc.RemoteAddr()) {
+	if s.access.Refuses() && !isLoopback(nc.RemoteAddr()) {
 		s.stats.rejectedConns.Add(1)
 		s.Metrics.ConnRejected(metrics.ProtocolMemcache)
 		s.log.Warn("memcache: refused non-loopback client in protected mode", "remote", nc.RemoteAddr().String())

@@ -675,7 +675,7 @@ func (ss *session) authenticate(name []byte) error {
 		return nil
 	}
 	got := sha256.Sum256(data[sp+1:])
-	want := sha256.Sum256([]byte(ss.s.Password))
+	want := sha256.Sum256([]byte(ss.s.access.Password()))
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 		ss.replyErrorAlways("CLIENT_ERROR authentication failure")
 		ss.count.add(statAuthErrors, 1)

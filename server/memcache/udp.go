@@ -78,17 +78,18 @@ func encodeUDPReply(requestID uint16, reply []byte) [][]byte {
 // 0..total-1. Malformed datagrams (shorter than 9 bytes, or
 // claiming more than one datagram) are dropped, as memcached drops them.
 // In protected mode datagrams from non-loopback sources are dropped.
-// ServeUDP returns ErrUDPWithPassword if Password is set.
+// ServeUDP returns ErrUDPWithPassword if Password is set, and drops every
+// datagram while a password set later through Access is.
 func (s *Server) ServeUDP(pc net.PacketConn) error {
 	if err := s.Validate(); err != nil {
 		pc.Close()
 		return err
 	}
-	if s.Password != "" {
+	s.init()
+	if s.access.Password() != "" {
 		pc.Close()
 		return ErrUDPWithPassword
 	}
-	s.init()
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
@@ -155,7 +156,10 @@ func (w *udpWorker) run() error {
 			return err
 		}
 		w.sess.count.add(statBytesRead, uint64(n))
-		if !s.DisableProtectedMode && !isLoopback(addr) {
+		// UDP cannot authenticate: while a password is set (one set
+		// after ServeUDP started, through shared Access), nothing is
+		// served.
+		if pw, protected := s.access.Get(); pw != "" || protected && !isLoopback(addr) {
 			w.sess.count.add(statUDPDropped, 1)
 			continue
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caskade/caskade/server/access"
 )
 
 // udpClient sends framed requests and reassembles framed replies.
@@ -213,4 +215,29 @@ func TestUDPReplyLimit(t *testing.T) {
 	u := ts.dialUDP(t)
 	keys := strings.TrimSpace(strings.Repeat("big ", maxUDPReply/DefaultMaxItemSize+1))
 	u.do(1, "get "+keys+"\r\nmn\r\n", errReplyTooLarge+"\r\n", "MN\r\n")
+}
+
+// A password set while UDP is served, through Access shared with another
+// front end (Redis's CONFIG SET requirepass), stops UDP, which cannot
+// authenticate: its datagrams are dropped until the password is removed.
+// The TCP listener asks new connections for it.
+func TestUDPStopsWhileSharedPasswordSet(t *testing.T) {
+	acc := access.New("", true)
+	ts := startServerUDP(t, func(s *Server) { s.UDPWorkers = 1; s.Access = acc })
+	u := ts.dialUDP(t)
+	u.do(1, "version\r\n", "VERSION "+MemcachedVersion+"\r\n")
+	acc.SetPassword("pw")
+	c := ts.dial(t)
+	c.send("get a\r\n")
+	if l := c.line(); l != "CLIENT_ERROR unauthenticated\r\n" {
+		t.Fatalf("TCP without authenticating after the password was set: %q", l)
+	}
+	c.send("set x 0 0 4\r\nu pw\r\n")
+	if l := c.line(); l != "STORED\r\n" {
+		t.Fatalf("TCP authentication: %q", l)
+	}
+	u.sendRaw(frame(2, 0, 1, 0, "version\r\n"))
+	waitFor(t, "the datagram to be dropped", func() bool { return stats(t, c, "")["udp_dropped"] == "1" })
+	acc.SetPassword("")
+	u.do(3, "version\r\n", "VERSION "+MemcachedVersion+"\r\n")
 }

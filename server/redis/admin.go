@@ -487,16 +487,16 @@ var configParams = []configParam{
 		set: func(s *Server, v string) string {
 			return setInt(v, 0, math.MaxInt32, func(n int64) { s.cfg.idleTimeout = time.Duration(n) * time.Second })
 		}},
-	{name: "requirepass", get: func(s *Server) string { return s.cfg.password },
-		set: func(s *Server, v string) string { s.cfg.password = v; return "" }},
-	{name: "protected-mode", get: func(s *Server) string { return boolText(s.cfg.protected) },
+	{name: "requirepass", get: func(s *Server) string { return s.cfg.access.Password() },
+		set: func(s *Server, v string) string { s.cfg.access.SetPassword(v); return "" }},
+	{name: "protected-mode", get: func(s *Server) string { return boolText(s.cfg.access.ProtectedMode()) },
 		set: func(s *Server, v string) string {
 			v, _, _ = strings.Cut(v, "\x00") // a C string, as Redis's yesnotoi reads it
 			switch strings.ToLower(v) {
 			case "yes":
-				s.cfg.protected = true
+				s.cfg.access.SetProtectedMode(true)
 			case "no":
-				s.cfg.protected = false
+				s.cfg.access.SetProtectedMode(false)
 			default:
 				return "argument must be 'yes' or 'no'"
 			}

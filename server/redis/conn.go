@@ -155,9 +155,7 @@ func newClient(s *Server, nc net.Conn) *client {
 		c.addr = addrString(nc.RemoteAddr())
 		c.laddr = addrString(nc.LocalAddr())
 	}
-	s.cfg.mu.RLock()
-	c.authed = s.cfg.password == ""
-	s.cfg.mu.RUnlock()
+	c.authed = s.cfg.access.Password() == ""
 	c.br = bufio.NewReaderSize(countingReader{c}, resp.DefaultBufferSize)
 	c.rd = resp.NewReader(c.br, &resp.Options{Limits: c.limits()})
 	return c

@@ -31,9 +31,7 @@ func cmdQuit(c *client, args [][]byte) {
 // authenticate checks a user name and password; on success the client is
 // authenticated and the unauthenticated request limits are lifted.
 func (c *client) authenticate(user, pass []byte) bool {
-	c.s.cfg.mu.RLock()
-	want := c.s.cfg.password
-	c.s.cfg.mu.RUnlock()
+	want := c.s.cfg.access.Password()
 	if !bytes.Equal(user, []byte("default")) {
 		return false
 	}
@@ -54,10 +52,7 @@ func cmdAuth(c *client, args [][]byte) {
 	}
 	user, pass := []byte("default"), args[1]
 	if len(args) == 2 {
-		c.s.cfg.mu.RLock()
-		none := c.s.cfg.password == ""
-		c.s.cfg.mu.RUnlock()
-		if none {
+		if c.s.cfg.access.Password() == "" {
 			c.replyErr("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 			return
 		}
@@ -180,9 +175,7 @@ func cmdReset(c *client, args [][]byte) {
 	c.name = ""
 	c.noEvict, c.noTouch = false, false
 	c.imu.Unlock()
-	c.s.cfg.mu.RLock()
-	c.authed = c.s.cfg.password == ""
-	c.s.cfg.mu.RUnlock()
+	c.authed = c.s.cfg.access.Password() == ""
 	c.rd.SetLimits(c.limits())
 	c.syncInfo()
 	c.replyStatus("RESET")
@@ -799,9 +792,7 @@ const deniedProtectedMode = "-DENIED Redis is running in protected mode because 
 // protectedRefuses reports whether protected mode refuses a client
 // connecting from addr.
 func (s *Server) protectedRefuses(addr net.Addr) bool {
-	s.cfg.mu.RLock()
-	protected, pass := s.cfg.protected, s.cfg.password
-	s.cfg.mu.RUnlock()
+	pass, protected := s.cfg.access.Get()
 	return protectedModeRefuses(protected, pass != "", addr)
 }
 

@@ -230,6 +230,8 @@
 //
 // Protected mode (the default): without a password, clients from
 // non-loopback addresses get Redis's DENIED error and are disconnected.
+// CONFIG SET requirepass and protected-mode change them at run time, for
+// every front end that shares Server.Access (caskade serve's three).
 // Before authentication, requests are limited as in Redis (10 arguments,
 // 16 KiB per argument, 1 MiB per command); afterwards by
 // proto-max-bulk-len (512 MiB). Other limits: MaxClients, IdleTimeout, the

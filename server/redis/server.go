@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/access"
 	"github.com/caskade/caskade/server/internal/storerr"
 	"github.com/caskade/caskade/server/metrics"
 	"github.com/caskade/caskade/server/netloop"
@@ -56,6 +57,11 @@ type Server struct {
 	// even without a Password. By default (protected mode, as in Redis)
 	// such clients get a DENIED error and are disconnected.
 	DisableProtectedMode bool
+	// Access, if set, holds the password and protected mode instead of
+	// Password and DisableProtectedMode (which are then ignored), shared
+	// with other front ends: CONFIG SET requirepass and protected-mode
+	// change them for every server given the same Settings.
+	Access *access.Settings
 	// MaxClients bounds the number of connected clients (default 10000).
 	MaxClients int
 	// IdleTimeout closes a client connection idle for longer (0: never).
@@ -151,7 +157,7 @@ type Server struct {
 // runtimeConfig holds the settings CONFIG SET may change.
 type runtimeConfig struct {
 	mu          sync.RWMutex
-	password    string
+	access      *access.Settings // requirepass, protected-mode
 	maxClients  int
 	idleTimeout time.Duration
 	// Copies read on every command, without the lock.
@@ -162,7 +168,6 @@ type runtimeConfig struct {
 	slowlogHuge     int64 // the setting in µs when slowlogSlower is math.MaxInt64
 	slowlogMaxLen   int
 	protoMaxBulkLen int64
-	protected       bool
 	// trackingMaxKeys is tracking-table-max-keys (0: no limit), read
 	// lock-free through trackMaxAtomic.
 	trackingMaxKeys int64
@@ -190,7 +195,10 @@ func (s *Server) init() {
 		}
 		s.initLoops()
 		c := &s.cfg
-		c.password = s.Password
+		c.access = s.Access
+		if c.access == nil {
+			c.access = access.New(s.Password, !s.DisableProtectedMode)
+		}
 		c.maxClients = s.MaxClients
 		if c.maxClients <= 0 {
 			c.maxClients = DefaultMaxClients
@@ -208,7 +216,6 @@ func (s *Server) init() {
 		if c.protoMaxBulkLen <= 0 {
 			c.protoMaxBulkLen = DefaultProtoMaxBulkLen
 		}
-		c.protected = !s.DisableProtectedMode
 		c.trackingMaxKeys = DefaultTrackingTableMaxKeys
 		c.publish()
 		// Not written back to s.Databases: Serve for another listener
