@@ -127,11 +127,13 @@ func newServeCmd(h *hooks) *cobra.Command {
 (RESP2 and RESP3) on TCP, a unix socket and TLS, the memcached protocol
 (TCP, and UDP if asked) and HTTP, each on its own address (an empty address
 turns that listener off). SIGINT and SIGTERM stop it
-gracefully: listeners close, commands in flight finish, the data is synced
-and the database closed. A client that does not take its replies holds
-this up for --shutdown-timeout at most (10s, well inside the 30 s that
-Kubernetes and the 90 s that systemd give before they kill a process), then its
-connection is closed; every acknowledged write is synced either way.
+gracefully: what was acknowledged is synced at once, listeners close,
+commands in flight finish, the data is synced again and the database
+closed. A client that does not take its replies holds this up for
+--shutdown-timeout at most (10s, well inside the 30 s that Kubernetes and
+the 90 s that systemd give before they kill a process), then its
+connection is closed; the writes acknowledged before the signal are
+durable before any such wait, whatever --sync and --shutdown-timeout say.
 
 Every flag can also be given as an environment variable CASKADE_<FLAG>
 (CASKADE_REDIS_ADDR for --redis-addr) or as a "name value" line in the
@@ -542,6 +544,16 @@ func runServe(ctx context.Context, cfg *serveConfig, h *hooks) error {
 	// clients and running commands until the deadline, and then leave
 	// them no time to finish theirs.
 	var stopping sync.WaitGroup
+	// Make what was acknowledged durable now, not once the clients that
+	// do not take their replies have been waited for: a supervisor's
+	// SIGKILL may come first (Kubernetes gives 30 s), and under --sync
+	// none nothing else would sync it. Writes acknowledged during the
+	// shutdown are synced when the database closes.
+	stopping.Go(func() {
+		if err := db.Sync(); err != nil {
+			log.Error("caskade: sync at shutdown failed", "err", err)
+		}
+	})
 	for _, sd := range []func(context.Context) error{srv.Shutdown, mc.Shutdown, web.Shutdown} {
 		stopping.Go(func() {
 			if err := sd(sctx); err != nil {

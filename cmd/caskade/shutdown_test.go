@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/vfs"
 )
 
 // stuckRedisClient sets a value far bigger than the socket buffers and
@@ -132,5 +134,77 @@ func TestMaxClientsHTTP(t *testing.T) {
 	}
 	if got := get(conns[1]); got != "HTTP/1.1 503" {
 		t.Fatalf("second connection with --maxclients 1: %q, want 503", got)
+	}
+}
+
+// TestShutdownSyncsBeforeWaitingForClients: a shutdown that waits for a
+// client that does not read (up to --shutdown-timeout, longer than the
+// grace period a supervisor may give before SIGKILL) first makes every
+// write acknowledged before it durable, at once, whatever the sync policy.
+// The database runs on a memory file system whose crash image holds only
+// what was synced: a machine crash or SIGKILL followed by one, at any
+// point of the wait.
+func TestShutdownSyncsBeforeWaitingForClients(t *testing.T) {
+	for _, sync := range []string{"none", "everysec"} {
+		t.Run(sync, func(t *testing.T) {
+			mem := vfs.NewMem()
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			ready := make(chan []net.Addr, 1)
+			log := &syncBuffer{}
+			root := newRootCmd(&hooks{
+				ready:   func(a []net.Addr) { ready <- a },
+				logOut:  log,
+				options: func(o *caskade.Options) { o.FS = mem },
+			})
+			root.SetArgs([]string{"serve", "--dir", "/db", "--sync", sync, "--redis-addr", "127.0.0.1:0",
+				"--memcache-addr=", "--http-addr=", "--shutdown-timeout", "10m"})
+			go func() { done <- root.ExecuteContext(ctx) }()
+			var addr string
+			select {
+			case a := <-ready:
+				addr = a[0].String()
+			case err := <-done:
+				cancel()
+				t.Fatalf("serve: %v", err)
+			}
+			rc, _ := stuckRedisClient(t, addr) // acknowledged SET b, then a GET it does not read
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(c, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n")
+			ok := make([]byte, 5)
+			if _, err := io.ReadFull(c, ok); err != nil || string(ok) != "+OK\r\n" {
+				t.Fatalf("SET k: %q %v", ok, err)
+			}
+			c.Close()
+
+			cancel() // SIGTERM
+			// Poll the crash image (a condition, not a delay) for 2 s.
+			deadline := time.Now().Add(2 * time.Second)
+			for {
+				db, err := caskade.Open("/db", &caskade.Options{FS: mem.Crash(vfs.CrashOptions{}), ReadOnly: true})
+				if err == nil {
+					v, gerr := db.Get([]byte("k"))
+					db.Close()
+					if gerr == nil && string(v) == "v" {
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("2 s into a shutdown held by a client that does not read, the write acknowledged before it is not durable (open %v)\nlog:\n%s", err, log)
+				}
+				select {
+				case err := <-done:
+					t.Fatalf("serve ended while the client still held it: %v", err)
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			rc.Close() // lets the shutdown end
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
