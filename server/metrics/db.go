@@ -12,6 +12,7 @@ type dbCollector struct {
 	keys, expiring, live, dead, disk *prometheus.Desc
 	files, snapshots, version        *prometheus.Desc
 	writesStopped, recovery          *prometheus.Desc
+	writesRefused                    *prometheus.Desc
 	mergeRunning, mergeDone, mergeOf *prometheus.Desc
 	keyBytes, keyDead, keyCompacts   *prometheus.Desc
 	commits, groups                  *prometheus.Desc
@@ -47,6 +48,7 @@ func newDBCollector(db *caskade.DB) *dbCollector {
 		snapshots:     d("open_snapshots", "Open snapshots and iterators."),
 		version:       d("commit_version", "Newest committed version."),
 		writesStopped: d("writes_stopped", "1 if an I/O error stopped writes (the database must be reopened), else 0."),
+		writesRefused: d("writes_refused", "1 while the disk is full: the last write was refused for lack of space and none has succeeded since, else 0."),
 		recovery:      d("recovery_duration_seconds", "Time Open spent reading data and hint files."),
 		mergeRunning:  d("merge_running", "1 while a merge runs, else 0."),
 		mergeDone:     d("merge_bytes_done", "Input bytes handled so far by the running merge."),
@@ -66,7 +68,7 @@ func newDBCollector(db *caskade.DB) *dbCollector {
 // Describe implements prometheus.Collector.
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.keys, c.expiring, c.live, c.dead, c.disk,
-		c.files, c.snapshots, c.version, c.writesStopped, c.recovery,
+		c.files, c.snapshots, c.version, c.writesStopped, c.writesRefused, c.recovery,
 		c.mergeRunning, c.mergeDone, c.mergeOf, c.keyBytes, c.keyDead, c.keyCompacts,
 		c.commits, c.groups, c.expired, c.merges, c.mergeFailures, c.lastMerge,
 		c.mergeDuration, c.mergeIn, c.mergeOut, c.mergeRecords, c.syncDuration, c.syncErrors} {
@@ -89,6 +91,7 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.snapshots, float64(st.OpenSnapshots))
 	g(c.version, float64(st.Version))
 	g(c.writesStopped, b2f(st.WriteError != nil))
+	g(c.writesRefused, b2f(st.WriteRefused != nil))
 	g(c.recovery, st.Recovery.Duration.Seconds())
 	g(c.mergeRunning, b2f(st.Merge.Running))
 	g(c.mergeDone, float64(st.Merge.BytesDone))
