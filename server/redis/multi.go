@@ -51,14 +51,21 @@ type watchRec struct {
 // no version, as before), yet that change must fail EXEC. Every commit
 // reaches touch through DB.Subscribe, whichever protocol made it.
 type watchRegistry struct {
-	n    atomic.Int64 // keys registered, read without the lock
-	mu   sync.Mutex
-	keys map[string]map[*client]struct{}
+	n atomic.Int64 // keys registered, read without the lock
+	// probes counts the watches looked at to register or touch keys, for
+	// tests of how the work grows.
+	probes atomic.Int64
+	mu     sync.Mutex
+	keys   map[string]map[*client]struct{}
 }
 
-func (r *watchRegistry) add(k []byte, c *client) {
+// add registers c as watching k, and reports false if it already was:
+// one lookup, where a scan of the client's watches made WATCH of many
+// keys quadratic.
+func (r *watchRegistry) add(k []byte, c *client) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.probes.Add(1)
 	if r.keys == nil {
 		r.keys = map[string]map[*client]struct{}{}
 	}
@@ -67,18 +74,28 @@ func (r *watchRegistry) add(k []byte, c *client) {
 		set = map[*client]struct{}{}
 		r.keys[string(k)] = set
 		r.n.Add(1)
+	} else if _, dup := set[c]; dup {
+		return false
 	}
 	set[c] = struct{}{}
+	return true
 }
 
-func (r *watchRegistry) remove(k []byte, c *client) {
+// removeAll forgets that c watches the keys of watches, under one hold
+// of the lock.
+func (r *watchRegistry) removeAll(watches []watchRec, c *client) {
+	if len(watches) == 0 {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	set := r.keys[string(k)]
-	delete(set, c)
-	if set != nil && len(set) == 0 {
-		delete(r.keys, string(k))
-		r.n.Add(-1)
+	for _, w := range watches {
+		set := r.keys[string(w.key)]
+		delete(set, c)
+		if set != nil && len(set) == 0 {
+			delete(r.keys, string(w.key))
+			r.n.Add(-1)
+		}
 	}
 }
 
@@ -92,6 +109,7 @@ func (r *watchRegistry) touch(keys [][]byte) {
 	defer r.mu.Unlock()
 	for _, k := range keys {
 		for c := range r.keys[string(k)] {
+			r.probes.Add(1)
 			c.watchTouched.Store(true)
 		}
 	}
@@ -103,9 +121,8 @@ func (c *client) setMulti(m *multiState) {
 }
 
 func (c *client) unwatchAll() {
-	for _, w := range c.watches {
-		c.s.watchReg.remove(w.key, c)
-	}
+	c.s.watchReg.removeAll(c.watches, c)
+	clear(c.watches) // let the keys go
 	c.watches = c.watches[:0]
 	c.watchTouched.Store(false)
 	c.syncInfo()
@@ -137,19 +154,11 @@ func cmdWatch(c *client, args [][]byte) {
 	}
 	for _, key := range args[1:] {
 		k := bytes.Clone(c.k(key))
-		dup := false
-		for _, w := range c.watches {
-			if bytes.Equal(w.key, k) {
-				dup = true
-				break
-			}
-		}
-		if dup {
-			continue
-		}
 		// Registered before the version is read: a change after the read
 		// marks the client, one before it shows in the version.
-		c.s.watchReg.add(k, c)
+		if !c.s.watchReg.add(k, c) {
+			continue // watched already
+		}
 		c.watches = append(c.watches, watchRec{key: k})
 		info, err := c.s.DB.Stat(k)
 		var ver uint64

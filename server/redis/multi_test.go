@@ -404,3 +404,68 @@ func TestExecRetryRunsAdminCommandsOnce(t *testing.T) {
 		t.Fatal("the killed client's connection is still open")
 	}
 }
+
+// TestWatchScales checks that WATCH costs what Redis's watched_keys dict
+// makes it cost: registering a key looks at the client's watches once, not
+// at every key it watched before (WATCH of many keys was quadratic), and a
+// write looks only at the clients watching the keys it changed. The work
+// is counted by the registry's probes, not timed.
+func TestWatchScales(t *testing.T) {
+	ts := startServer(t, nil)
+	reg := &ts.srv.watchReg
+	c := ts.dial()
+	const n = 20000
+	args := []string{"WATCH"}
+	for i := range n {
+		args = append(args, fmt.Sprintf("k%d", i))
+	}
+	before := reg.probes.Load()
+	c.do(cmd(args...), "+OK\r\n")
+	// Again, and with repeats within the command: each key counts once.
+	c.do(cmd("WATCH", "k0", "k1", "k1", "new"), "+OK\r\n")
+	if p := reg.probes.Load() - before; p > 2*(n+4) {
+		t.Fatalf("WATCH of %d keys looked at %d watches", n, p)
+	}
+	w := ts.dial()
+	w.send(cmd("CLIENT", "LIST"))
+	r, err := readRawReply(w.br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(" watch=%d ", n+1); !strings.Contains(string(r), want) {
+		t.Fatalf("CLIENT LIST does not say%q: %s", want, r)
+	}
+
+	// Many clients, each watching its own key and the shared one.
+	const clients = 50
+	others := make([]*rawConn, clients)
+	for i := range others {
+		others[i] = ts.dial()
+		others[i].do(cmd("WATCH", fmt.Sprintf("own%d", i), "shared"), "+OK\r\n")
+	}
+	before = reg.probes.Load()
+	w.do(cmd("SET", "own7", "x"), "+OK\r\n")
+	if p := reg.probes.Load() - before; p > 1 {
+		t.Fatalf("a write of one key watched by one client looked at %d watches", p)
+	}
+	w.do(cmd("SET", "k5", "x"), "+OK\r\n")
+	for i, o := range others {
+		o.do(cmd("MULTI"), "+OK\r\n")
+		o.do(cmd("PING"), "+QUEUED\r\n")
+		want := "*1\r\n+PONG\r\n"
+		if i == 7 {
+			want = "*-1\r\n"
+		}
+		o.do(cmd("EXEC"), want)
+	}
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("PING"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*-1\r\n")
+	// EXEC forgot the watches: nothing is left registered.
+	reg.mu.Lock()
+	left := len(reg.keys)
+	reg.mu.Unlock()
+	if left != 0 || reg.n.Load() != 0 {
+		t.Fatalf("%d keys (n=%d) still registered after every EXEC", left, reg.n.Load())
+	}
+}
