@@ -65,11 +65,13 @@ func (t *trackState) afterCommand(cmd *command, inMulti bool) {
 
 // tracker is the server's tracking table.
 type tracker struct {
-	s       *Server
-	mu      sync.Mutex
-	keys    map[string]map[*client]struct{} // user key -> clients that may cache it
-	bcast   map[*client]struct{}
-	clients map[*client]struct{} // every tracking client
+	s    *Server
+	mu   sync.Mutex
+	keys map[string]map[*client]struct{} // user key -> clients that may cache it
+	// prefixes holds the BCAST clients under each of their prefixes
+	// (Redis's PrefixTable).
+	prefixes prefixTree
+	clients  map[*client]struct{} // every tracking client
 	// inflight counts keys being written by NOLOOP clients, so that their
 	// own writes are not sent back to them.
 	inflight map[*client][][]byte
@@ -78,13 +80,15 @@ type tracker struct {
 	// mu looked at, for tests.
 	forgetting atomic.Int64
 	forgetHeld int
+	// probes counts the nodes of prefixes looked at to find the BCAST
+	// clients of a changed key, for tests of how the work grows.
+	probes int
 }
 
 func newTracker(s *Server) *tracker {
 	return &tracker{
 		s:        s,
 		keys:     map[string]map[*client]struct{}{},
-		bcast:    map[*client]struct{}{},
 		clients:  map[*client]struct{}{},
 		inflight: map[*client][][]byte{},
 	}
@@ -99,7 +103,9 @@ func (t *tracker) enable(c *client) {
 	t.mu.Lock()
 	t.clients[c] = struct{}{}
 	if c.trk.bcast {
-		t.bcast[c] = struct{}{}
+		for _, p := range c.trk.prefixes {
+			t.prefixes.add(p, c) // again for those it had: a set
+		}
 	}
 	t.mu.Unlock()
 	c.startPusher()
@@ -120,7 +126,11 @@ func (t *tracker) disable(c *client) {
 		return
 	}
 	delete(t.clients, c)
-	delete(t.bcast, c)
+	if c.trk.bcast {
+		for _, p := range c.trk.prefixes {
+			t.prefixes.remove(p, c)
+		}
+	}
 	delete(t.inflight, c)
 	n := len(t.clients)
 	t.mu.Unlock()
@@ -247,13 +257,7 @@ func (t *tracker) totals() (keys, items, prefixes int) {
 	for _, set := range t.keys {
 		items += len(set)
 	}
-	distinct := map[string]bool{}
-	for c := range t.bcast {
-		for _, p := range c.trk.prefixes {
-			distinct[string(p)] = true
-		}
-	}
-	return len(t.keys), items, len(distinct)
+	return len(t.keys), items, t.prefixes.count
 }
 
 // onCommit is the DB subscription: it runs on the committing goroutine
@@ -302,17 +306,8 @@ func (t *tracker) onCommit(raw [][]byte) {
 			}
 			delete(t.keys, string(k))
 		}
-		for c := range t.bcast {
-			if len(c.trk.prefixes) == 0 {
-				add(c, k)
-				continue
-			}
-			for _, p := range c.trk.prefixes {
-				if bytes.HasPrefix(k, p) {
-					add(c, k)
-					break
-				}
-			}
+		if t.prefixes.count > 0 {
+			t.probes += t.prefixes.match(k, func(c *client) { add(c, k) })
 		}
 	}
 	for c, keys := range per {

@@ -440,3 +440,76 @@ func TestTrackingDisconnectForgetsInBatches(t *testing.T) {
 		t.Fatalf("invalidation of kept: %q %v", r, err)
 	}
 }
+
+// TestTrackingBcastScales checks that finding the BCAST clients a changed
+// key concerns costs what Redis's prefix table makes it cost: a walk down
+// the key's bytes, not a look at every prefix of every BCAST client (a
+// write cost O(clients x prefixes)). The prefixes looked at are counted,
+// not timed. Overlapping prefixes of different clients all match.
+func TestTrackingBcastScales(t *testing.T) {
+	ts := startServer(t, nil)
+	const n = 100
+	subs := make([]*rawConn, n)
+	for i := range subs {
+		subs[i] = ts.dial()
+		subs[i].hello3()
+		subs[i].do(cmd("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", fmt.Sprintf("p%d:", i), "PREFIX", fmt.Sprintf("q%d:", i)), "+OK\r\n")
+	}
+	// Prefixes that overlap across clients: "u", "us", "user:1" and "".
+	over := map[string]*rawConn{}
+	for _, p := range []string{"u", "us", "user:1", ""} {
+		c := ts.dial()
+		c.hello3()
+		c.do(cmd("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", p), "+OK\r\n")
+		over[p] = c
+	}
+	w := ts.dial()
+	// Served clients were added under the server's lock, after Serve set
+	// the tracker up.
+	ts.srv.mu.Lock()
+	tr := ts.srv.track
+	ts.srv.mu.Unlock()
+	inval := func(keys ...string) string {
+		s := ">2\r\n$10\r\ninvalidate\r\n*" + itoa(int64(len(keys))) + "\r\n"
+		for _, k := range keys {
+			s += "$" + itoa(int64(len(k))) + "\r\n" + k + "\r\n"
+		}
+		return s
+	}
+	tr.mu.Lock()
+	before := tr.probes
+	tr.mu.Unlock()
+	w.do(cmd("SET", "q42:x", "1"), "+OK\r\n")
+	tr.mu.Lock()
+	probes := tr.probes - before
+	tr.mu.Unlock()
+	if probes > len("q42:x")+1 {
+		t.Fatalf("a write of one key looked at %d prefixes among %d clients", probes, n)
+	}
+	subs[42].expect(inval("q42:x"))
+	over[""].expect(inval("q42:x"))
+	w.do(cmd("MSET", "user:12", "1", "p7:", "2", "usa", "3"), "+OK\r\n")
+	subs[7].expect(inval("p7:"))
+	over["u"].expect(inval("user:12", "usa"))
+	over["us"].expect(inval("user:12", "usa"))
+	over["user:1"].expect(inval("user:12"))
+	over[""].expect(inval("user:12", "p7:", "usa"))
+	// One client going leaves the others' overlapping prefixes matching.
+	over["us"].do(cmd("CLIENT", "TRACKING", "OFF"), "+OK\r\n")
+	w.do(cmd("SET", "user:1", "x"), "+OK\r\n")
+	over["u"].expect(inval("user:1"))
+	over["user:1"].expect(inval("user:1"))
+	over[""].expect(inval("user:1"))
+	// Nothing else was sent: a PING's reply comes next on every client.
+	for _, c := range append(subs, over["u"], over["us"], over["user:1"], over[""]) {
+		c.do(cmd("PING"), "+PONG\r\n")
+	}
+	w.send(cmd("INFO", "stats"))
+	r, err := readRawReply(w.br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("tracking_total_prefixes:%d\r\n", 2*n+3); !strings.Contains(string(r), want) {
+		t.Errorf("INFO does not say %q: %s", want, r)
+	}
+}
