@@ -118,9 +118,15 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	clients   map[*client]struct{}
-	closing   bool
-	done      chan struct{} // closed when closing
-	wg        sync.WaitGroup
+	// byID indexes clients by id: an invalidation for a client that
+	// REDIRECTs looks its target up, under the tracker's lock.
+	byID map[int64]*client
+	// idProbes counts the clients looked at to find one by id, for tests
+	// of how the work grows.
+	idProbes int
+	closing  bool
+	done     chan struct{} // closed when closing
+	wg       sync.WaitGroup
 
 	nextID      atomic.Int64
 	nclients    atomic.Int64
@@ -243,6 +249,7 @@ func (s *Server) init() {
 		}
 		s.listeners = map[net.Listener]struct{}{}
 		s.clients = map[*client]struct{}{}
+		s.byID = map[int64]*client{}
 		s.done = make(chan struct{})
 		s.start = time.Now()
 		s.lastSave.Store(s.start.Unix())
@@ -405,12 +412,14 @@ func (s *Server) accept(nc net.Conn) {
 		return
 	}
 	s.clients[c] = struct{}{}
+	s.byID[c.id] = c
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.Metrics.ConnOpened(metrics.ProtocolRedis)
 	c.gone = func() {
 		s.mu.Lock()
 		delete(s.clients, c)
+		delete(s.byID, c.id)
 		s.mu.Unlock()
 		s.nclients.Add(-1)
 		s.Metrics.ConnClosed(metrics.ProtocolRedis)
@@ -460,11 +469,13 @@ func (s *Server) ServeConn(nc net.Conn) error {
 		return nc.Close()
 	}
 	s.clients[c] = struct{}{}
+	s.byID[c.id] = c
 	s.wg.Add(1)
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		delete(s.clients, c)
+		delete(s.byID, c.id)
 		s.mu.Unlock()
 		s.nclients.Add(-1)
 		s.wg.Done()
@@ -581,12 +592,8 @@ func (s *Server) bindAddrs() string {
 func (s *Server) clientByID(id int64) *client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for c := range s.clients {
-		if c.id == id {
-			return c
-		}
-	}
-	return nil
+	s.idProbes++
+	return s.byID[id]
 }
 
 func (s *Server) allClients() []*client {

@@ -513,3 +513,37 @@ func TestTrackingBcastScales(t *testing.T) {
 		t.Errorf("INFO does not say %q: %s", want, r)
 	}
 }
+
+// TestTrackingRedirectScales checks that an invalidation for a client
+// that REDIRECTs finds its target by id in one lookup: it looked at every
+// connected client, under the tracker's lock, so that a write read by N
+// redirecting clients cost O(N^2).
+func TestTrackingRedirectScales(t *testing.T) {
+	ts := startServer(t, nil)
+	target := ts.dial()
+	target.hello3()
+	target.do(cmd("CLIENT", "ID"), "")
+	id := strings.TrimSpace(strings.TrimPrefix(target.readLine(), ":"))
+	const n = 100
+	for range n {
+		c := ts.dial()
+		c.do(cmd("CLIENT", "TRACKING", "ON", "REDIRECT", id), "+OK\r\n")
+		c.do(cmd("GET", "k"), "$-1\r\n")
+	}
+	w := ts.dial()
+	w.do(cmd("PING"), "+PONG\r\n")
+	ts.srv.mu.Lock()
+	before := ts.srv.idProbes
+	ts.srv.mu.Unlock()
+	w.do(cmd("SET", "k", "1"), "+OK\r\n")
+	for range n {
+		target.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n")
+	}
+	ts.srv.mu.Lock()
+	probes := ts.srv.idProbes - before
+	ts.srv.mu.Unlock()
+	if probes > n {
+		t.Fatalf("%d invalidations looked at %d clients to find their target", n, probes)
+	}
+	target.do(cmd("PING"), "+PONG\r\n")
+}
