@@ -2,6 +2,8 @@ package redis
 
 import (
 	"bytes"
+	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -315,13 +317,18 @@ func (t *tracker) onCommit(raw [][]byte) {
 	}
 }
 
+// isInflight reports whether k is among the keys c is writing, by binary
+// search: a scan made a large write by a NOLOOP client quadratic.
 func (t *tracker) isInflight(c *client, k []byte) bool {
-	for _, x := range t.inflight[c] {
-		if bytes.Equal(x, k) {
-			return true
-		}
+	keys := t.inflight[c]
+	i, found := sort.Search(len(keys), func(i int) bool {
+		t.probes++
+		return bytes.Compare(keys[i], k) >= 0
+	}), false
+	if i < len(keys) {
+		found = bytes.Equal(keys[i], k)
 	}
-	return false
+	return found
 }
 
 // send queues an invalidation for c's cache (all of it if flush). The
@@ -361,8 +368,11 @@ func (t *tracker) send(c *client, keys [][]byte, flush bool) {
 	target.push(b)
 }
 
-// markInflight records the keys a NOLOOP client is about to write.
+// markInflight records the keys a NOLOOP client is about to write (a
+// sorted copy of keys, for isInflight).
 func (t *tracker) markInflight(c *client, keys [][]byte) {
+	keys = slices.Clone(keys)
+	slices.SortFunc(keys, bytes.Compare)
 	t.mu.Lock()
 	t.inflight[c] = keys
 	t.mu.Unlock()

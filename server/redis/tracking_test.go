@@ -547,3 +547,46 @@ func TestTrackingRedirectScales(t *testing.T) {
 	}
 	target.do(cmd("PING"), "+PONG\r\n")
 }
+
+// TestTrackingNoloopScales checks that telling a NOLOOP client's own
+// keys from the others' takes a binary search per key changed, where a
+// scan of the keys it wrote made an MSET of n keys cost n^2 under the
+// tracker's lock; the other clients hear of every key.
+func TestTrackingNoloopScales(t *testing.T) {
+	ts := startServer(t, nil)
+	me, other := ts.dial(), ts.dial()
+	for _, c := range []*rawConn{me, other} {
+		c.hello3()
+	}
+	me.do(cmd("CLIENT", "TRACKING", "ON", "BCAST", "NOLOOP"), "+OK\r\n")
+	other.do(cmd("CLIENT", "TRACKING", "ON", "BCAST"), "+OK\r\n")
+	ts.srv.mu.Lock()
+	tr := ts.srv.track
+	ts.srv.mu.Unlock()
+	const n = 1000 // maxInvalidationKeys: not a flush of the whole cache
+	args := []string{"MSET"}
+	want := ">2\r\n$10\r\ninvalidate\r\n*" + itoa(n) + "\r\n"
+	for i := range n {
+		k := fmt.Sprintf("k%d", i)
+		args = append(args, k, "v")
+		want += "$" + itoa(int64(len(k))) + "\r\n" + k + "\r\n"
+	}
+	tr.mu.Lock()
+	before := tr.probes
+	tr.mu.Unlock()
+	me.do(cmd(args...), "+OK\r\n")
+	other.expect(want)
+	tr.mu.Lock()
+	probes := tr.probes - before
+	tr.mu.Unlock()
+	// Each key: a walk of the prefix tree (the root) and a few steps
+	// of a binary search among the client's keys.
+	if probes > n*(1+12) {
+		t.Fatalf("telling the NOLOOP client's own %d keys took %d probes", n, probes)
+	}
+	other.do(cmd("SET", "y", "1"), "+OK\r\n")
+	// The first push the NOLOOP client gets is of the other's write.
+	me.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\ny\r\n")
+	other.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\ny\r\n")
+	me.do(cmd("PING"), "+PONG\r\n")
+}
