@@ -222,7 +222,7 @@
 // RESP3. A commit of more than 1000 keys (FLUSHALL, for example) sends
 // every tracking client a null invalidation (flush everything), as Redis
 // does for FLUSHALL. NOLOOP suppresses invalidations of a client's own
-// writes. A key that expires is invalidated when active expiry drops it
+// writes, by a command or by EXEC. A key that expires is invalidated when active expiry drops it
 // or, as in Redis, when a read or a scan finds it expired (the reading client's own
 // invalidation then follows the read's reply, as in Redis 7).
 //

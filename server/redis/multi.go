@@ -301,7 +301,15 @@ func cmdExec(c *client, args [][]byte) {
 		}
 		c.execing = false
 		c.cur = exec
-		err = st.commit()
+		if c.trk.noloop && st.dirty() {
+			// As for a command: no invalidation of its own writes
+			// goes back to a NOLOOP client.
+			c.s.track.markInflight(c, st.writtenKeys())
+			err = st.commit()
+			c.s.track.clearInflight(c)
+		} else {
+			err = st.commit()
+		}
 		st.end()
 		if err == nil {
 			c.startAfterExec()

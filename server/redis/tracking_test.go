@@ -590,3 +590,37 @@ func TestTrackingNoloopScales(t *testing.T) {
 	other.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\ny\r\n")
 	me.do(cmd("PING"), "+PONG\r\n")
 }
+
+// TestTrackingNoloopExec checks that NOLOOP covers the writes of EXEC as
+// those of a command, as in Redis: they came back to the client that
+// made them. In the default mode, its own write forgets the key as
+// Redis's does, so that a later change by another client is not sent
+// either.
+func TestTrackingNoloopExec(t *testing.T) {
+	ts := startServer(t, nil)
+	bcast, dflt, other := ts.dial(), ts.dial(), ts.dial()
+	for _, c := range []*rawConn{bcast, dflt, other} {
+		c.hello3()
+	}
+	bcast.do(cmd("CLIENT", "TRACKING", "ON", "BCAST", "NOLOOP"), "+OK\r\n")
+	dflt.do(cmd("CLIENT", "TRACKING", "ON", "NOLOOP"), "+OK\r\n")
+	dflt.do(cmd("GET", "k"), "_\r\n")
+	dflt.do(cmd("GET", "j"), "_\r\n")
+	for _, c := range []*rawConn{dflt, bcast} {
+		c.do(cmd("MULTI"), "+OK\r\n")
+		c.do(cmd("SET", "k", "1"), "+QUEUED\r\n")
+		c.do(cmd("EXEC"), "*1\r\n+OK\r\n")
+		if c == dflt {
+			bcast.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n")
+		}
+	}
+	other.do(cmd("SET", "k", "2"), "+OK\r\n")
+	other.do(cmd("SET", "j", "2"), "+OK\r\n")
+	bcast.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n")
+	bcast.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nj\r\n")
+	// The first push the default-mode client gets is of j, not of k.
+	dflt.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nj\r\n")
+	for _, c := range []*rawConn{bcast, dflt} {
+		c.do(cmd("PING"), "+PONG\r\n")
+	}
+}
