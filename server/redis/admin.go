@@ -1341,10 +1341,10 @@ func (ms *monitorSet) remove(c *client) {
 
 // feed sends a command to the monitors, in Redis's format:
 // +1339518083.107412 [0 127.0.0.1:60866] "keys" "*"
+// As in Redis, that includes the commands of monitors (which may not
+// touch the keys, but may PING or ECHO), their own too: a monitor's
+// line follows its reply.
 func (ms *monitorSet) feed(c *client, args [][]byte, at time.Time) {
-	if c.monitor.Load() {
-		return
-	}
 	line := make([]byte, 0, 64)
 	line = append(line, '+')
 	line = strconv.AppendInt(line, at.Unix(), 10)
