@@ -1345,7 +1345,12 @@ func (ms *monitorSet) remove(c *client) {
 // touch the keys, but may PING or ECHO), their own too: a monitor's
 // line follows its reply.
 func (ms *monitorSet) feed(c *client, args [][]byte, at time.Time) {
-	line := make([]byte, 0, 64)
+	ms.send(monitorLine(make([]byte, 0, 64), c, args, at))
+}
+
+// monitorLine appends the MONITOR line of a command to b.
+func monitorLine(b []byte, c *client, args [][]byte, at time.Time) []byte {
+	line := b
 	line = append(line, '+')
 	line = strconv.AppendInt(line, at.Unix(), 10)
 	line = append(line, '.')
@@ -1371,10 +1376,14 @@ func (ms *monitorSet) feed(c *client, args [][]byte, at time.Time) {
 		}
 		line = appendRepr(line, a)
 	}
-	line = append(line, "\r\n"...)
+	return append(line, "\r\n"...)
+}
+
+// send sends lines to the monitors.
+func (ms *monitorSet) send(lines []byte) {
 	ms.mu.Lock()
 	for m := range ms.m {
-		m.push(line)
+		m.push(lines)
 	}
 	ms.mu.Unlock()
 }

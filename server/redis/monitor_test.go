@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/caskade/caskade"
 )
 
 // monitorLineRE matches the head of a MONITOR line: its time and the
@@ -37,6 +41,8 @@ func TestDifferentialMonitor(t *testing.T) {
 		{"c", [][]string{{"SET", "k", "v"}}},
 		{"c", [][]string{{"SELECT", "0"}}},
 		{"c", [][]string{{"MULTI"}, {"SET", "a", "1"}, {"INCR", "a"}, {"EXEC"}}},
+		{"c", [][]string{{"MULTI"}, {"SET", "a"}, {"EXEC"}}},
+		{"c", [][]string{{"WATCH", "a"}, {"SET", "a", "2"}, {"MULTI"}, {"GET", "a"}, {"EXEC"}}},
 		{"c", [][]string{{"NOPE", "x"}}}, {"c", [][]string{{"GET"}}}, {"c", [][]string{{"INCR", "k"}}},
 		{"c", [][]string{{"AUTH", "pw"}}}, {"c", [][]string{{"AUTH", "u", "pw"}}},
 		{"c", [][]string{{"HELLO", "2", "AUTH", "default", "pw", "SETNAME", "nm"}}},
@@ -139,4 +145,46 @@ func TestMonitorSeesMonitors(t *testing.T) {
 	m.do(cmd("GET", "k"), "-ERR Replica can't interact with the keyspace\r\n")
 	c.do(cmd("ECHO", "3"), "$1\r\n3\r\n")
 	line(m, `"ECHO" "3"`)
+}
+
+// TestMonitorExecRetry checks that MONITOR shows the commands of an EXEC
+// once, as they took effect: an EXEC whose commit conflicted with a write
+// of a key it read runs them again, and each attempt fed them to the
+// monitors, so that they saw an INCR twice for one increment.
+func TestMonitorExecRetry(t *testing.T) {
+	var db atomic.Pointer[caskade.DB]
+	// Set before the server starts, so that its goroutines see it; a
+	// write into the key the transaction read makes its first commit
+	// conflict.
+	testHookExecAttempt = func(attempt int) {
+		if attempt == 0 {
+			if err := db.Load().Set([]byte("n"), []byte("10")); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(func() { testHookExecAttempt = nil }) // after the server's cleanup, registered next
+	ts := startServer(t, nil)
+	db.Store(ts.db)
+	m, c := ts.dial(), ts.dial()
+	m.do(cmd("MONITOR"), "+OK\r\n")
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("INCR", "n"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*1\r\n:11\r\n")
+	c.do(cmd("ECHO", "end"), "$3\r\nend\r\n")
+	var got []string
+	for {
+		line := m.readLine()
+		if !monitorLineRE.MatchString(line) {
+			t.Fatalf("MONITOR line %q is not in Redis's format", line)
+		}
+		args := strings.TrimSuffix(monitorLineRE.ReplaceAllString(line, ""), "\r\n")
+		if args == `"ECHO" "end"` {
+			break
+		}
+		got = append(got, args)
+	}
+	if want := []string{`"MULTI"`, `"INCR" "n"`, `"EXEC"`}; !slices.Equal(got, want) {
+		t.Fatalf("MONITOR saw %q, want %q", got, want)
+	}
 }

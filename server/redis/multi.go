@@ -247,6 +247,10 @@ func cmdExec(c *client, args [][]byte) {
 	// them again rather than act twice (a second CLIENT KILL of the same
 	// client would even answer 0).
 	var once [][]byte
+	// The MONITOR lines of the queued commands, sent once an attempt's
+	// replies are: an attempt that is run again, or whose commit fails,
+	// took no effect.
+	var feed []byte
 	c.afterExec = 0
 	for attempt := 0; ; attempt++ {
 		c.db = db0
@@ -281,10 +285,11 @@ func cmdExec(c *client, args [][]byte) {
 			c.replyArray(len(m.cmds))
 		}
 		c.execing = true
+		feed = feed[:0]
 		for i, q := range m.cmds {
 			switch {
 			case !q.cmd.has(fAdmin):
-				c.runQueued(q)
+				c.runQueued(q, &feed)
 			case attempt > 0:
 				c.out = append(c.out, once[i]...)
 			default:
@@ -292,7 +297,7 @@ func cmdExec(c *client, args [][]byte) {
 					once = make([][]byte, len(m.cmds))
 				}
 				at := len(c.out)
-				c.runQueued(q)
+				c.runQueued(q, &feed)
 				once[i] = bytes.Clone(c.out[at:])
 			}
 		}
@@ -312,6 +317,9 @@ func cmdExec(c *client, args [][]byte) {
 		}
 		st.end()
 		if err == nil {
+			if len(feed) > 0 {
+				c.s.monitors.send(feed)
+			}
 			c.startAfterExec()
 			break
 		}
@@ -342,8 +350,9 @@ func cmdExec(c *client, args [][]byte) {
 // commands, before it commits.
 var testHookExecAttempt func(attempt int)
 
-// runQueued executes one queued command inside EXEC, with its statistics.
-func (c *client) runQueued(q queued) {
+// runQueued executes one queued command inside EXEC, with its statistics,
+// and appends its MONITOR line, if monitors are on, to feed.
+func (c *client) runQueued(q queued, feed *[]byte) {
 	start := time.Now()
 	c.cur = q.cmd
 	c.errored = false
@@ -355,7 +364,7 @@ func (c *client) runQueued(q queued) {
 		q.cmd.fn(c, q.args)
 	}
 	if c.s.monitors.active() && !q.cmd.has(fAdmin) {
-		c.s.monitors.feed(c, q.args, start) // after it ran, as call does
+		*feed = monitorLine(*feed, c, q.args, start) // after it ran, as call does
 	}
 	if c.muted() {
 		// After a queued CLIENT REPLY OFF, as in Redis, the replies are
