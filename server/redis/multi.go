@@ -251,6 +251,9 @@ func cmdExec(c *client, args [][]byte) {
 	// replies are: an attempt that is run again, or whose commit fails,
 	// took no effect.
 	var feed []byte
+	// The statistics of the queued commands (but the admin ones, run
+	// once), counted for the attempt that stands alone.
+	var stats []queuedStat
 	c.afterExec = 0
 	for attempt := 0; ; attempt++ {
 		c.db = db0
@@ -285,11 +288,11 @@ func cmdExec(c *client, args [][]byte) {
 			c.replyArray(len(m.cmds))
 		}
 		c.execing = true
-		feed = feed[:0]
+		feed, stats = feed[:0], stats[:0]
 		for i, q := range m.cmds {
 			switch {
 			case !q.cmd.has(fAdmin):
-				c.runQueued(q, &feed)
+				stats = append(stats, c.runQueued(q, &feed))
 			case attempt > 0:
 				c.out = append(c.out, once[i]...)
 			default:
@@ -297,7 +300,7 @@ func cmdExec(c *client, args [][]byte) {
 					once = make([][]byte, len(m.cmds))
 				}
 				at := len(c.out)
-				c.runQueued(q, &feed)
+				c.runQueued(q, &feed).count(c)
 				once[i] = bytes.Clone(c.out[at:])
 			}
 		}
@@ -319,6 +322,9 @@ func cmdExec(c *client, args [][]byte) {
 		if err == nil {
 			if len(feed) > 0 {
 				c.s.monitors.send(feed)
+			}
+			for _, qs := range stats {
+				qs.count(c)
 			}
 			c.startAfterExec()
 			break
@@ -350,9 +356,27 @@ func cmdExec(c *client, args [][]byte) {
 // commands, before it commits.
 var testHookExecAttempt func(attempt int)
 
-// runQueued executes one queued command inside EXEC, with its statistics,
-// and appends its MONITOR line, if monitors are on, to feed.
-func (c *client) runQueued(q queued, feed *[]byte) {
+// queuedStat is what a queued command run inside EXEC adds to its
+// statistics.
+type queuedStat struct {
+	cmd    *command
+	usec   int64
+	failed bool
+}
+
+func (qs queuedStat) count(c *client) {
+	qs.cmd.calls.Add(1)
+	qs.cmd.usec.Add(qs.usec)
+	if qs.failed {
+		qs.cmd.failed.Add(1)
+	}
+	c.s.stats.commands.Add(1)
+}
+
+// runQueued executes one queued command inside EXEC, and returns its
+// statistics, which the caller counts if the attempt stands; it appends
+// its MONITOR line, if monitors are on, to feed.
+func (c *client) runQueued(q queued, feed *[]byte) queuedStat {
 	start := time.Now()
 	c.cur = q.cmd
 	c.errored = false
@@ -371,10 +395,5 @@ func (c *client) runQueued(q queued, feed *[]byte) {
 		// dropped even though EXEC's header counted them.
 		c.out = c.out[:mark]
 	}
-	q.cmd.calls.Add(1)
-	q.cmd.usec.Add(time.Since(start).Microseconds())
-	if c.errored {
-		q.cmd.failed.Add(1)
-	}
-	c.s.stats.commands.Add(1)
+	return queuedStat{cmd: q.cmd, usec: time.Since(start).Microseconds(), failed: c.errored}
 }

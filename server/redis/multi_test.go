@@ -469,3 +469,33 @@ func TestWatchScales(t *testing.T) {
 		t.Fatalf("%d keys (n=%d) still registered after every EXEC", left, reg.n.Load())
 	}
 }
+
+// TestExecRetryCountsOnce checks that INFO's statistics count the
+// commands of an EXEC once, however many attempts it took: each attempt
+// counted them, so an EXEC run again after a conflict showed two INCRs
+// in cmdstat_incr and total_commands_processed.
+func TestExecRetryCountsOnce(t *testing.T) {
+	var db atomic.Pointer[caskade.DB]
+	testHookExecAttempt = func(attempt int) {
+		if attempt == 0 {
+			if err := db.Load().Set([]byte("n"), []byte("10")); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(func() { testHookExecAttempt = nil }) // after the server's cleanup, registered next
+	ts := startServer(t, nil)
+	db.Store(ts.db)
+	c := ts.dial()
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("INCR", "n"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*1\r\n:11\r\n")
+	c.send(cmd("INFO", "commandstats"))
+	r, err := readRawReply(c.br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(r), "cmdstat_incr:calls=1,") {
+		t.Fatalf("one INCR in an EXEC run twice: %s", r)
+	}
+}
