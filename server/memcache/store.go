@@ -327,6 +327,10 @@ func (s *Server) arith(req *arithReq) (arithOut, error) {
 			b.Check(req.key, 0)
 		case err != nil:
 			return arithOut{}, err
+		case len(old) == 0:
+			// An empty value is no number, whatever the cas unique:
+			// memcached checks this before the cas, the digits after.
+			return arithOut{}, errNonNumericValue
 		case req.hasCas && req.cas != s.casOf(req.key, info.Version):
 			return arithOut{res: resExists}, nil
 		default:

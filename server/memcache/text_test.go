@@ -343,6 +343,10 @@ var textCases = []struct {
 		{"ma mc N0 C99999 v\r\n", "VA 1\r\n0\r\n"}, // created on a miss, as memcached does
 		{"ma mc N0 C99999 v\r\n", "EX\r\n"},
 		{"ma mc C0 v\r\nma mc C0 MD q\r\nmg mc v\r\n", "VA 1\r\n1\r\nVA 1\r\n0\r\n"}, // C0 checks nothing
+		// An empty value is not a number, even to a cas that does not
+		// match; other values are checked for digits after the cas.
+		{"mg me N0\r\nma me C1\r\nma me N0 C1 MD\r\n", "HD W\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\n"},
+		{"set me 0 0 1\r\nq\r\nma me C1\r\n", "STORED\r\nEX\r\n"},
 		{"ma mi MX\r\n", "CLIENT_ERROR invalid mode for ma M token\r\n"},
 		{"ma mi Mi\r\nma mi Md\r\nma mi M\r\nma mi M v\r\n", strings.Repeat("CLIENT_ERROR invalid mode for ma M token\r\n", 4)},
 		{"ma mi Dx\r\nma mi Y\r\nma mi v v\r\n", "CLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\n"},
