@@ -584,6 +584,10 @@ func (ss *session) metaSet() error {
 	ss.storeStats(req.hasCas, out.res)
 	cas := out.version
 	if out.res == resStored {
+		// As in memcached, a stale item keeps the win token's mark. Read
+		// it first: the table keeps one version's state per key, and
+		// naming the new version's cas unique drops the old one's.
+		sent := out.stale && s.items.get(m.key, out.was).tokenSent
 		if m.has('E') && m.e != 0 {
 			// E names the new item's cas unique (memcached, like us,
 			// takes E0 for none).
@@ -591,8 +595,6 @@ func (ss *session) metaSet() error {
 			cas = m.e
 		}
 		if out.stale {
-			// As in memcached, the stale item keeps the win token's mark.
-			sent := s.items.get(m.key, out.was).tokenSent
 			s.items.update(m.key, out.version, func(e *itemState) { e.stale, e.tokenSent = true, sent })
 		}
 	}

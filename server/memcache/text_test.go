@@ -448,6 +448,8 @@ var textCases = []struct {
 		// token's mark: no second W.
 		{"ms first 1\r\nx\r\n", "HD\r\n"}, // version 1: C1 below is older than s
 		{"mg s N30\r\nms s 1 I C1\r\nx\r\nmg s v\r\n", "HD W\r\nHD\r\nVA 1 Z X\r\nx\r\n"},
+		// So it does when E names the stale item's cas unique.
+		{"mg se N30 E5000000001\r\nms se 1 I C5000000000 E5000000001\r\nx\r\nmg se c v\r\n", "HD W\r\nHD\r\nVA 1 c5000000001 Z X\r\nx\r\n"},
 		// md I marks the item stale; it stays fetched and can be won again.
 		{"ms h 1\r\nx\r\nmg h v\r\nmd h I\r\nmg h h\r\n", "HD\r\nVA 1\r\nx\r\nHD\r\nHD h1 X W\r\n"},
 		{"ms hx 1\r\nx\r\nmg hx v\r\nmd hx I x\r\nmg hx h v\r\nmg hx h\r\n", "HD\r\nVA 1\r\nx\r\nHD\r\nVA 0 h0 X W\r\n\r\nHD h1 Z X\r\n"},
