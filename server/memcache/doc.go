@@ -119,7 +119,9 @@
 //     where memcached keeps or names one: touch, gat, gats and mg with T
 //     keep the item's cas unique (and its fetched and win marks), md x
 //     keeps it for the empty item, and meta E names the cas unique of what
-//     ms, ma, md (I or x) or mg N write. Those live in the item state table
+//     ms, ma, md (I or x) or mg N write (as in memcached, E0 names 0, which
+//     md and mg C0 then match and a cas command never does, except for
+//     ms, which takes E0 for no E). Those live in the item state table
 //     below: if one is lost (a restart, flush_all, or a full table), the
 //     item's cas unique is its version again, and a cas with the old
 //     unique fails with EXISTS rather than overwrite. As in memcached, a

@@ -391,11 +391,12 @@ func (ss *session) metaGet() {
 	}
 
 	cas := info.Version
-	if st.cas != 0 {
+	if st.named {
 		cas = st.cas
 	}
-	if created && m.has('E') && m.e != 0 {
-		// As in memcached, E names the cas unique of the item N makes.
+	if created && m.has('E') {
+		// As in memcached, E names the cas unique of the item N makes
+		// (E0 makes it 0).
 		if !expired {
 			s.setCas(m.key, info.Version, m.e)
 		}
@@ -709,12 +710,9 @@ func (ss *session) metaDelete() {
 					// x made a new, empty item: never fetched.
 					old = itemState{}
 				}
-				var cas uint64
-				if m.has('E') {
-					cas = m.e
-				}
 				s.items.update(m.key, b.Version(), func(e *itemState) {
-					e.stale, e.tokenSent, e.fetched, e.lastAccess, e.cas = true, false, old.fetched, old.lastAccess, cas
+					e.stale, e.tokenSent, e.fetched, e.lastAccess = true, false, old.fetched, old.lastAccess
+					e.cas, e.named = m.e, m.has('E')
 				})
 			} else {
 				ss.count.add(statDeleteHits, 1)
@@ -818,7 +816,8 @@ func (ss *session) metaArith() {
 		ss.count.add(hit, 1)
 	}
 	cas := out.version
-	if m.has('E') && m.e != 0 {
+	if m.has('E') {
+		// E0 makes the cas unique 0, as in memcached's ma.
 		s.setCas(m.key, out.version, m.e)
 		cas = m.e
 	}
@@ -913,7 +912,7 @@ func (ss *session) metaDebug() {
 	b = appendInt(b, la)
 	b = append(b, " cas="...)
 	cas := info.Version
-	if st.cas != 0 {
+	if st.named {
 		cas = st.cas
 	}
 	b = appendUint(b, cas)

@@ -28,10 +28,12 @@ type itemState struct {
 	fetched    bool
 	tokenSent  bool
 	stale      bool
-	// cas is the cas unique clients see for this version when it is not
-	// the version itself: touching an item rewrites it at a new version
-	// but keeps its cas unique, and meta E names one (0: the version).
-	cas uint64
+	// cas is the cas unique clients see for this version, if named:
+	// touching an item rewrites it at a new version but keeps its cas
+	// unique, and meta E names one (0 too, as memcached takes E0 for mg,
+	// ma and md). Unnamed, the cas unique is the version.
+	cas   uint64
+	named bool
 }
 
 // stateSlot is one slot of the table: the state of the key whose 64-bit
@@ -44,6 +46,7 @@ type stateSlot struct {
 	fetched    bool
 	tokenSent  bool
 	stale      bool
+	named      bool
 }
 
 // itemStates is a bounded, set-associative table from key to itemState: a
@@ -81,7 +84,7 @@ func (t *itemStates) find(key []byte) (*[itemStateWays]stateSlot, *sync.Mutex, u
 }
 
 func (s *stateSlot) state() itemState {
-	st := itemState{version: s.version, fetched: s.fetched, tokenSent: s.tokenSent, stale: s.stale, cas: s.cas}
+	st := itemState{version: s.version, fetched: s.fetched, tokenSent: s.tokenSent, stale: s.stale, cas: s.cas, named: s.named}
 	if s.lastAccess != 0 {
 		st.lastAccess = time.Unix(0, s.lastAccess)
 	}
@@ -89,7 +92,7 @@ func (s *stateSlot) state() itemState {
 }
 
 func (s *stateSlot) set(st itemState) {
-	s.version, s.fetched, s.tokenSent, s.stale, s.cas = st.version, st.fetched, st.tokenSent, st.stale, st.cas
+	s.version, s.fetched, s.tokenSent, s.stale, s.cas, s.named = st.version, st.fetched, st.tokenSent, st.stale, st.cas, st.named
 	s.lastAccess = 0
 	if !st.lastAccess.IsZero() {
 		s.lastAccess = st.lastAccess.UnixNano()

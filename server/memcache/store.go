@@ -150,8 +150,10 @@ func (s *Server) store(req *storeReq) (storeOut, error) {
 				return storeOut{res: resNotStored}, nil
 			case err != nil:
 				return storeOut{}, err
-			case req.hasCas && req.cas != s.casOf(req.key, info.Version):
-				// (memcached takes a cas of 0 for none given: never older.)
+			case req.hasCas && (req.cas == 0 || req.cas != s.casOf(req.key, info.Version)):
+				// memcached takes a cas of 0 for none given: it matches
+				// no item (not one whose cas unique E0 made 0), and is
+				// never older.
 				if !req.invalidate || req.cas == 0 || req.cas > s.casOf(req.key, info.Version) {
 					return storeOut{res: resExists}, nil
 				}
@@ -194,16 +196,16 @@ func (s *Server) written(b *caskade.Batch) uint64 {
 // persisted: once one is lost, the cas unique is the version again, and a
 // cas command with the old unique fails with EXISTS (never overwrites).
 func (s *Server) casOf(key []byte, version uint64) uint64 {
-	if st := s.items.get(key, version); st.cas != 0 {
+	if st := s.items.get(key, version); st.named {
 		return st.cas
 	}
 	return version
 }
 
-// setCas makes cas the cas unique of key at version.
+// setCas makes cas (0 too) the cas unique of key at version.
 func (s *Server) setCas(key []byte, version, cas uint64) {
-	if version != 0 && cas != 0 && cas != version {
-		s.items.update(key, version, func(e *itemState) { e.cas = cas })
+	if version != 0 && cas != version {
+		s.items.update(key, version, func(e *itemState) { e.cas, e.named = cas, true })
 	}
 }
 
@@ -236,8 +238,8 @@ func (s *Server) touch(key []byte, exp, now time.Time) ([]byte, caskade.KeyInfo,
 			return v, info, nil // deleted: gat returns the value it had
 		}
 		st := s.items.get(key, info.Version)
-		if st.cas == 0 {
-			st.cas = info.Version
+		if !st.named {
+			st.cas, st.named = info.Version, true
 		}
 		st.version = b.Version()
 		s.items.update(key, st.version, func(e *itemState) { *e = st })

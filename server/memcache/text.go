@@ -285,7 +285,7 @@ func (ss *session) retrieveKeys(g *resumeGet, mark int) {
 			ss.count.add(statGetHits, 1)
 		}
 		cas := info.Version
-		if prev := s.items.accessed(k, info.Version, now); prev.cas != 0 {
+		if prev := s.items.accessed(k, info.Version, now); prev.named {
 			cas = prev.cas
 		}
 		ss.appendValue(k, val, info.Flags, cas, withCas)

@@ -888,6 +888,17 @@ func TestMetaE(t *testing.T) {
 	c.do("ma n N0 E50 c\r\nma n E51 c v\r\n", "HD c50\r\nVA 1 c51\r\n1\r\n")
 	c.do("mg v E60 c N30\r\nmg v c\r\ngets v\r\nmg v E61 c\r\n", "HD c60 W\r\nHD c60 Z\r\nVALUE v 0 0 60\r\n\r\nEND\r\nHD c60 Z\r\n")
 	c.do("md k C901 I E902\r\nmg k c\r\n", "HD\r\nHD c902 X W\r\n")
+	// E0 makes the cas unique 0 where memcached does (mg N, ma, md I
+	// and x; ms takes E0 for none). md and mg C0 then match it; a cas or
+	// ms C of 0 matches nothing.
+	c.do("mg z N0 E0 c\r\nmg z c v C0\r\ngets z\r\n", "HD c0 W\r\nHD c0 Z\r\nVALUE z 0 0 0\r\n\r\nEND\r\n")
+	c.do("ma zn N0 E0 c\r\nma zn E0 c v\r\n", "HD c0\r\nVA 1 c0\r\n1\r\n")
+	c.do("ms zd 1\r\nx\r\nmd zd I E0\r\nmg zd c\r\nmd zd C0 x E0\r\nmg zd c\r\n", "HD\r\nHD\r\nHD c0 X W\r\nHD\r\nHD c0\r\n")
+	c.do("ms ze 1\r\nx\r\nmd ze x E0\r\nmg ze c\r\ncas ze 0 0 1 0\r\ny\r\nms ze 1 C0\r\nz\r\nmd ze C0\r\n", "HD\r\nHD\r\nHD c0\r\nEXISTS\r\nEX\r\nHD\r\n")
+	c.send("ms zs 1 E0 c\r\nx\r\n")
+	if l := c.line(); l == "HD c0\r\n" {
+		t.Fatalf("ms E0: %q, want a cas unique of its own", l)
+	}
 	// An item stored with a TTL in the past (the engine keeps nothing)
 	// still gets a cas unique, as in memcached; never c0.
 	for _, req := range []string{"ms gone 1 T-1 c\r\ny\r\n", "ma gone N-1 c\r\n", "mg gone N-1 c\r\n"} {
