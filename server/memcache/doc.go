@@ -144,6 +144,19 @@
 //     base64; memcached does if the item was stored that way. They differ
 //     only for an item named in text by one client and in base64 by
 //     another.
+//   - An item that mg or ma makes with N, or whose TTL T sets, already
+//     expired (N-1, T-1) answers t0; memcached answers the difference of
+//     its clock readings wrapped to 32 bits (a number near 2^32). Such an
+//     item has no version of its own, so caskade shows the newest
+//     version of the database as its cas unique (unless E names one),
+//     which two of them may share.
+//   - An ma that makes a number longer replaces memcached's item, and
+//     memcached then sets T's TTL and E's cas unique on the old one, so
+//     they are lost; it also replaces rather than changes in place an item
+//     that an mg reply still holds. caskade always applies them.
+//   - An item that mg or ma makes with N for a base64 key (b) answers k in
+//     base64 with b in caskade; memcached answers the raw key bytes, which
+//     may hold spaces or control characters.
 //   - A get with a key over 250 bytes fails alone. memcached also drops
 //     the replies it had not yet sent for the commands before it in the
 //     same pipeline (conn_release_items), leaving the client out of step.
