@@ -157,6 +157,10 @@
 //   - An item that mg or ma makes with N for a base64 key (b) answers k in
 //     base64 with b in caskade; memcached answers the raw key bytes, which
 //     may hold spaces or control characters.
+//   - "me <key> b" decodes a base64 key, as memcached 1.6.18 does;
+//     1.6.4x ignores a b that is the last token. me's size is the key's
+//     and the value's bytes (memcached's counts its item header) and its
+//     cls is always 1.
 //   - A get with a key over 250 bytes fails alone. memcached also drops
 //     the replies it had not yet sent for the commands before it in the
 //     same pipeline (conn_release_items), leaving the client out of step.
