@@ -196,6 +196,9 @@ func scanData(w *window, path string, mode ScanMode, lim record.Limits, emit fun
 					emit(h)
 				}
 			} else {
+				if len(res.Hints)+len(pending) > cap(res.Hints) {
+					res.Hints = growHints(res.Hints, len(pending), off, size)
+				}
 				res.Hints = append(res.Hints, pending...)
 			}
 			res.MaxVersion = max(res.MaxVersion, h.Version)
@@ -709,4 +712,20 @@ func sortByWindow(ents []hintSortEntry, b int, y *yielder) {
 			sortByWindow(ents[start[d]:start[d]+count[d]], b+1, y)
 		}
 	}
+}
+
+// growHints makes room in hints for n more. Past the first MiB of the
+// file it sizes them for the whole file, from the records per byte so far
+// (off of size bytes), so that a large file's hints (tens of MB) are
+// allocated a few times rather than copied at every doubling by append:
+// each such copy is one long memory move, which a garbage collection that
+// must stop the goroutine waits out (Open of a 150 MB file without hints
+// took twice as long).
+func growHints(hints []record.Hint, n int, off, size int64) []record.Hint {
+	need := len(hints) + n
+	est := max(need, 2*cap(hints))
+	if off >= 1<<20 {
+		est = max(int(float64(need)*float64(size)/float64(off)*1.05)+16, need+need/8)
+	}
+	return append(make([]record.Hint, 0, est), hints...)
 }

@@ -241,3 +241,26 @@ func FuzzScanFile(f *testing.F) {
 		}
 	})
 }
+
+// TestGrowHints checks growHints' room: always enough for what is added,
+// doubling over the first MiB, and sized for the whole file after it.
+func TestGrowHints(t *testing.T) {
+	h := growHints(nil, 3, 100, 1<<30)
+	if len(h) != 0 || cap(h) != 3 {
+		t.Fatalf("first growth: len %d cap %d, want 0 and 3", len(h), cap(h))
+	}
+	h = append(h, make([]record.Hint, 3)...)
+	if h = growHints(h, 1, 200, 1<<30); cap(h) != 6 || len(h) != 3 {
+		t.Fatalf("within the first MiB: len %d cap %d, want 3 and 6 (doubling)", len(h), cap(h))
+	}
+	// 10,000 records in the first 2 MiB of an 8 MiB file: about 40,000.
+	h = growHints(make([]record.Hint, 10000), 10, 2<<20, 8<<20)
+	if want := 42000; cap(h) < 40040 || cap(h) > want+100 {
+		t.Fatalf("past the first MiB: cap %d, want about %d", cap(h), want)
+	}
+	// An estimate below what is needed still makes room.
+	h = growHints(make([]record.Hint, 1000), 5000, 8<<20, 8<<20)
+	if cap(h) < 6000 {
+		t.Fatalf("cap %d, less than the 6000 needed", cap(h))
+	}
+}
