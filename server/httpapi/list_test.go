@@ -9,11 +9,11 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/internal/wiretest"
 	"github.com/caskade/caskade/vfs"
 	"github.com/caskade/caskade/vfs/errorfs"
 )
@@ -267,25 +267,6 @@ func TestListHugeLimit(t *testing.T) {
 	}
 }
 
-// logBuffer collects a Server's log; the handlers write it from their own
-// goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A failed read answers 500 internal without its cause, which names the
 // server's files (and here its directory); the cause goes to the log.
 func TestInternalErrorCauseStaysInLog(t *testing.T) {
@@ -301,7 +282,7 @@ func TestInternalErrorCauseStaysInLog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var log logBuffer
+	var log wiretest.LogBuffer
 	ts := startServer(t, func(s *Server) {
 		s.DB = db
 		s.Logger = slog.New(slog.NewTextHandler(&log, nil))

@@ -1,35 +1,16 @@
 package memcache
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/internal/wiretest"
 	"github.com/caskade/caskade/vfs"
 	"github.com/caskade/caskade/vfs/errorfs"
 )
-
-// logBuffer is a slog destination the test can read.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestNoSpaceReplies fills the disk under a server and checks that the
 // writes of the text and meta protocols are refused with a SERVER_ERROR
@@ -41,7 +22,7 @@ func TestNoSpaceReplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &logBuffer{}
+	logs := &wiretest.LogBuffer{}
 	ts := startServerDB(t, db, false, func(s *Server) { s.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
 	c := ts.dial(t)
 	c.do("set before 0 0 1\r\n7\r\n", "STORED\r\n")

@@ -1,35 +1,16 @@
 package redis
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/server/internal/wiretest"
 	"github.com/caskade/caskade/vfs"
 	"github.com/caskade/caskade/vfs/errorfs"
 )
-
-// logBuffer is a slog destination the test can read.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestStorageErrorReplies fills the disk and then fails an fsync under a
 // server, and checks that the error replies say what happened as Redis
@@ -39,7 +20,7 @@ func (l *logBuffer) String() string {
 func TestStorageErrorReplies(t *testing.T) {
 	dir := t.TempDir()
 	efs := errorfs.New(vfs.OS())
-	logs := &logBuffer{}
+	logs := &wiretest.LogBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	db, err := caskade.Open(dir, &caskade.Options{FS: efs, Sync: caskade.SyncAlways, Logger: logger})
 	if err != nil {
