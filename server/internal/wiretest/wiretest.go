@@ -1,7 +1,8 @@
-// Package wiretest holds what the tests of the Redis and memcached front
-// ends share: a client that drives a server the way an unruly client does
-// (a script of requests in random fragments, replies compared byte for
-// byte, optionally a half-close), and the tests' choice of event loops.
+// Package wiretest holds what the tests of the front ends share: a client
+// that drives a server the way an unruly client does (a script of
+// requests in random fragments, replies compared byte for byte,
+// optionally a half-close), the tests' choice of event loops (Redis and
+// memcached), and a log buffer to read a server's log from.
 package wiretest
 
 import (
