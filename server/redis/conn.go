@@ -76,30 +76,34 @@ type client struct {
 	execN        int      // while EXEC runs: how many commands it runs, else -1
 	tx           *txState // an open CSK.BEGIN transaction
 	watches      []watchRec
-	watchTouched atomic.Bool   // a commit changed a WATCHed key
-	cur          *command      // the command being executed
-	errored      bool          // the current command replied an error
-	closeNow     bool          // close after writing the replies
-	rflags       uint8         // reply modes (CLIENT REPLY): replyOff, replySkip, replySkipNext
-	mark         int           // where the muted command's reply starts in out (process)
-	blind        bool          // the current command may defer its commit (pipeline.go)
-	deferred     bool          // the current command's commit is deferred
-	execing      bool          // EXEC is running its queued commands
-	afterExec    int           // background work to start once EXEC commits (afterExecSave...)
-	sum          caskade.Batch // an increment's commit (strings.go)
-	buffered     int8          // commandBuffered's answer since the last read: 0 unknown, 1 yes, -1 no
-	pend         pendingRun
-	ended        time.Time       // when the last command ended, if the next one runs right after it
-	unflushed    int             // commands run since replies were last written
-	leave        bool            // the command read must run off the event loop (loop.go)
-	tc           *turnCommits    // the commits at the end of its event loop's turn, if it has one
-	tcQueued     bool            // c is in tc's list
-	awaiting     bool            // its turn's commit is in flight (SyncAlways): it runs nothing meanwhile
-	held         bool            // the command read (c.args) waits for the commit of the writes before it
-	paused       bool            // the command read (c.args) waits for the end of a CLIENT PAUSE (pause.go)
-	pauseEnd     <-chan struct{} // closed when the pause holding it ends
-	committed    atomic.Bool     // the commit awaited is done, with turnErrs
-	turnErrs     []error
+	watchTouched atomic.Bool // a commit changed a WATCHed key
+	cur          *command    // the command being executed
+	errored      bool        // the current command replied an error
+	// heldErrs, while an EXEC attempt runs a queued command, keeps its
+	// error replies for errorstats, which count them only if the attempt
+	// stands (see runQueued); nil otherwise.
+	heldErrs  *[]string
+	closeNow  bool          // close after writing the replies
+	rflags    uint8         // reply modes (CLIENT REPLY): replyOff, replySkip, replySkipNext
+	mark      int           // where the muted command's reply starts in out (process)
+	blind     bool          // the current command may defer its commit (pipeline.go)
+	deferred  bool          // the current command's commit is deferred
+	execing   bool          // EXEC is running its queued commands
+	afterExec int           // background work to start once EXEC commits (afterExecSave...)
+	sum       caskade.Batch // an increment's commit (strings.go)
+	buffered  int8          // commandBuffered's answer since the last read: 0 unknown, 1 yes, -1 no
+	pend      pendingRun
+	ended     time.Time       // when the last command ended, if the next one runs right after it
+	unflushed int             // commands run since replies were last written
+	leave     bool            // the command read must run off the event loop (loop.go)
+	tc        *turnCommits    // the commits at the end of its event loop's turn, if it has one
+	tcQueued  bool            // c is in tc's list
+	awaiting  bool            // its turn's commit is in flight (SyncAlways): it runs nothing meanwhile
+	held      bool            // the command read (c.args) waits for the commit of the writes before it
+	paused    bool            // the command read (c.args) waits for the end of a CLIENT PAUSE (pause.go)
+	pauseEnd  <-chan struct{} // closed when the pause holding it ends
+	committed atomic.Bool     // the commit awaited is done, with turnErrs
+	turnErrs  []error
 
 	imu      sync.Mutex
 	name     string
@@ -843,7 +847,11 @@ func (c *client) exec(cmd *command, args [][]byte, now time.Time) {
 
 func (c *client) replyErr(msg string) {
 	c.errored = true
-	c.s.countError(msg)
+	if c.heldErrs != nil {
+		*c.heldErrs = append(*c.heldErrs, msg)
+	} else {
+		c.s.countError(msg)
+	}
 	c.out = resp.AppendError(c.out, msg)
 }
 

@@ -362,6 +362,7 @@ type queuedStat struct {
 	cmd    *command
 	usec   int64
 	failed bool
+	errs   []string // its error replies, for errorstats
 }
 
 func (qs queuedStat) count(c *client) {
@@ -369,6 +370,9 @@ func (qs queuedStat) count(c *client) {
 	qs.cmd.usec.Add(qs.usec)
 	if qs.failed {
 		qs.cmd.failed.Add(1)
+	}
+	for _, msg := range qs.errs {
+		c.s.countError(msg)
 	}
 	c.s.stats.commands.Add(1)
 }
@@ -381,12 +385,15 @@ func (c *client) runQueued(q queued, feed *[]byte) queuedStat {
 	c.cur = q.cmd
 	c.errored = false
 	mark := len(c.out)
+	var errs []string
+	c.heldErrs = &errs
 	if c.db == 0 && q.cmd.firstKey > 0 && c.hasReservedKey(q.cmd, q.args) {
 		// Queued while another database was selected.
 		c.replyErr(errReservedKey)
 	} else {
 		q.cmd.fn(c, q.args)
 	}
+	c.heldErrs = nil
 	if c.s.monitors.active() && !q.cmd.has(fAdmin) {
 		*feed = monitorLine(*feed, c, q.args, start) // after it ran, as call does
 	}
@@ -395,5 +402,5 @@ func (c *client) runQueued(q queued, feed *[]byte) queuedStat {
 		// dropped even though EXEC's header counted them.
 		c.out = c.out[:mark]
 	}
-	return queuedStat{cmd: q.cmd, usec: time.Since(start).Microseconds(), failed: c.errored}
+	return queuedStat{cmd: q.cmd, usec: time.Since(start).Microseconds(), failed: c.errored, errs: errs}
 }

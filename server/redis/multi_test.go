@@ -498,4 +498,21 @@ func TestExecRetryCountsOnce(t *testing.T) {
 	if !strings.Contains(string(r), "cmdstat_incr:calls=1,") {
 		t.Fatalf("one INCR in an EXEC run twice: %s", r)
 	}
+
+	// An error reply of an attempt run again counts once in errorstats
+	// (and in total_error_replies), as the command does in commandstats.
+	if err := ts.db.Set([]byte("s"), []byte("abc")); err != nil {
+		t.Fatal(err)
+	}
+	c.do(cmd("MULTI"), "+OK\r\n")
+	c.do(cmd("INCR", "n"), "+QUEUED\r\n")
+	c.do(cmd("INCR", "s"), "+QUEUED\r\n")
+	c.do(cmd("EXEC"), "*2\r\n:11\r\n-ERR value is not an integer or out of range\r\n")
+	c.send(cmd("INFO", "errorstats"))
+	if r, err = readRawReply(c.br, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(r), "errorstat_ERR:count=1\r\n") {
+		t.Fatalf("one error reply in an EXEC run twice: %s", r)
+	}
 }
