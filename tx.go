@@ -1476,7 +1476,7 @@ func (tx *Tx) Rollback() {
 // so an attempt that did commit may be followed by another: make fn
 // idempotent (check for a unique key it writes, say) where that matters.
 func (db *DB) Transact(ctx context.Context, fn func(tx *Tx) error) error {
-	backoff := 10 * time.Millisecond
+	var b retryBackoff
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -1492,22 +1492,42 @@ func (db *DB) Transact(ctx context.Context, fn func(tx *Tx) error) error {
 		if err == nil || !IsRetryable(err) {
 			return err
 		}
-		wait := time.Duration(float64(backoff) * (0.5 + rand.Float64()))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
+		if err := b.wait(ctx); err != nil {
+			return err
 		}
-		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// retryBackoff is FoundationDB's wait between the attempts of a retry
+// loop: 10 ms, doubling to 1 s, each times a random factor in [0.5, 1.5).
+type retryBackoff struct{ next time.Duration }
+
+// retryAfter is time.After; tests record the waits through it.
+var retryAfter = time.After
+
+// wait sleeps before the next attempt, or returns ctx's error if it ends
+// first.
+func (b *retryBackoff) wait(ctx context.Context) error {
+	if b.next == 0 {
+		b.next = 10 * time.Millisecond
+	}
+	d := time.Duration(float64(b.next) * (0.5 + rand.Float64()))
+	b.next = min(2*b.next, time.Second)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-retryAfter(d):
+		return nil
 	}
 }
 
 // ReadTransact runs fn in a transaction that is never committed: a
 // consistent read of the database at one version. Retryable errors
-// (ErrTransactionTooOld) are retried as Transact does. A mutation in fn
-// (Set, Clear, an atomic operation, ...) makes ReadTransact fail with
-// ErrInvalidOperation rather than drop it.
+// (ErrTransactionTooOld) are retried as Transact does, with its backoff.
+// A mutation in fn (Set, Clear, an atomic operation, ...) makes
+// ReadTransact fail with ErrInvalidOperation rather than drop it.
 func (db *DB) ReadTransact(ctx context.Context, fn func(tx *Tx) error) error {
+	var b retryBackoff
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -1522,6 +1542,9 @@ func (db *DB) ReadTransact(ctx context.Context, fn func(tx *Tx) error) error {
 		}
 		tx.Rollback()
 		if err == nil || !IsRetryable(err) {
+			return err
+		}
+		if err := b.wait(ctx); err != nil {
 			return err
 		}
 	}
