@@ -25,12 +25,15 @@ func (db *DB) hintWorker() {
 			db.writeHintIfLive(id)
 			db.hintsWriting.Store(false)
 		case <-db.stop:
-			// Finish what is queued: each hint spares a scan at next open.
+			// Finish what is queued, and try once more those that failed
+			// if there is room for them now: each hint spares a scan at
+			// next open.
 			for {
 				select {
 				case id := <-db.hints:
 					db.writeHintIfLive(id)
 				default:
+					db.retryHintsAtClose()
 					return
 				}
 			}
@@ -92,6 +95,24 @@ func (db *DB) writeHint(id uint32) error {
 	}
 	db.hintDone(id)
 	return nil
+}
+
+// retryHintsAtClose writes the hint files that failed and wait for
+// hintRetrier, unless the disk has too little room for them (then each
+// attempt would only scan a data file to fail, and hold up Close).
+func (db *DB) retryHintsAtClose() {
+	db.hintMu.Lock()
+	ids := slices.Sorted(maps.Keys(db.hintsLater))
+	db.hintMu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	if free, ok := vfs.FreeSpace(db.fs, db.dir); ok && free < db.hintRoom(ids) {
+		return
+	}
+	for _, id := range ids {
+		db.writeHintIfLive(id)
+	}
 }
 
 // hintFailed adds sealed data file id to the files whose hint files are to

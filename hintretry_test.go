@@ -201,3 +201,41 @@ func TestHintNotRetriedForDamage(t *testing.T) {
 		t.Fatalf("log %q, want one error", got)
 	}
 }
+
+// TestHintRetriedAtClose: a hint file that failed and waits for its retry
+// is written at Close, if there is room then, rather than left for the
+// next Open to scan its data file.
+func TestHintRetriedAtClose(t *testing.T) {
+	mem := vfs.NewMem()
+	efs := errorfs.New(mem)
+	tried := make(chan struct{}, 1)
+	efs.InjectFunc(errorfs.OpCreate, func(name string) error {
+		if !strings.Contains(name, ".hint") {
+			return nil
+		}
+		select {
+		case tried <- struct{}{}:
+		default:
+		}
+		return syscall.EIO
+	})
+	db, err := Open("/db", &Options{FS: efs, MaxFileSize: 16 << 10, ExpiryPeriod: -1, MergeInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Enough to fill and seal the first data file.
+	for i := 0; len(sealedIDs(db)) == 0; i++ {
+		if err := db.Set(fmt.Appendf(nil, "key%05d", i), bytes.Repeat([]byte("v"), 200)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := sealedIDs(db)[0]
+	<-tried // the hint worker's attempt failed (or is failing)
+	efs.InjectFunc(errorfs.OpCreate, nil)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.Stat("/db/" + segment.HintName(id)); err != nil {
+		t.Fatalf("no hint file for sealed file %d after Close: %v", id, err)
+	}
+}
