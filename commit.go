@@ -63,6 +63,7 @@ type commitReq struct {
 	checked prechecked // what precheck found of its range reads
 	version uint64
 	err     error // this commit's own failure (a failed check)
+	origin  any   // Batch.SetOrigin, Tx.SetOrigin: reported to SubscribeOrigins
 	done    chan error
 }
 
@@ -78,6 +79,7 @@ type apply struct {
 	del     bool   // remove the key (tombstone or forget)
 	rel     int64  // offset of the record from the start of the group's buffer; -1: no record
 	fid     uint32 // the data file the record went to (set by writeGroup)
+	req     uint32 // the index in its group of the commit that made it, for notify
 	size    int64  // record size
 	valLen  uint32
 	flags   uint32
@@ -96,18 +98,27 @@ func (db *DB) commit(ops []op, txn ...*txnReq) (uint64, error) {
 	if len(txn) > 0 {
 		t = txn[0]
 	}
+	return db.commitFrom(nil, ops, t)
+}
+
+// commitFrom is commit for a commit whose changes subscribers hear of as
+// origin's (SubscribeOrigins); nil: none.
+func (db *DB) commitFrom(origin any, ops []op, t *txnReq) (uint64, error) {
 	var vers [1]uint64
 	var errs [1]error
-	db.commitMany([][]op{ops}, []*txnReq{t}, vers[:], errs[:], false)
+	var origins [1]any
+	origins[0] = origin
+	db.commitMany([][]op{ops}, []*txnReq{t}, origins[:], vers[:], errs[:], false)
 	return vers[0], errs[0]
 }
 
 // commitMany runs several commits, in order, queued together so that they
 // share one group (one write, one fsync); each succeeds or fails on its
-// own. txns[i] may be nil. It fills vers and errs. Unless turn is set (the
-// commits are a Turn holder's), it first gives a Turn that holds the lock
-// its quiet moment (awaitTurn).
-func (db *DB) commitMany(opss [][]op, txns []*txnReq, vers []uint64, errs []error, turn bool) {
+// own. txns[i] may be nil; origins[i] is what subscribers hear each
+// commit's changes come from (SubscribeOrigins). It fills vers and errs.
+// Unless turn is set (the commits are a Turn holder's), it first gives a
+// Turn that holds the lock its quiet moment (awaitTurn).
+func (db *DB) commitMany(opss [][]op, txns []*txnReq, origins []any, vers []uint64, errs []error, turn bool) {
 	if db.opts.ReadOnly {
 		for i := range errs {
 			errs[i] = ErrReadOnly
@@ -139,10 +150,10 @@ func (db *DB) commitMany(opss [][]op, txns []*txnReq, vers []uint64, errs []erro
 		testHookAfterPrecheck()
 	}
 	if checked != nil && slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
-		db.commitSome(opss, txns, checked, vers, errs)
+		db.commitSome(opss, txns, origins, checked, vers, errs)
 		return
 	}
-	db.commitQueued(opss, txns, checked, vers, errs)
+	db.commitQueued(opss, txns, origins, checked, vers, errs)
 }
 
 // testHookAfterPrecheck, if set, runs between a commit's precheck and its
@@ -151,21 +162,22 @@ var testHookAfterPrecheck func()
 
 // commitSome queues the commits whose errs are not set yet, filling their
 // vers and errs.
-func (db *DB) commitSome(opss [][]op, txns []*txnReq, checked []prechecked, vers []uint64, errs []error) {
+func (db *DB) commitSome(opss [][]op, txns []*txnReq, origins []any, checked []prechecked, vers []uint64, errs []error) {
 	var o [][]op
 	var t []*txnReq
+	var g []any
 	var c []prechecked
 	var idx []int
 	for i := range opss {
 		if errs[i] == nil {
-			o, t, c, idx = append(o, opss[i]), append(t, txns[i]), append(c, checked[i]), append(idx, i)
+			o, t, g, c, idx = append(o, opss[i]), append(t, txns[i]), append(g, origins[i]), append(c, checked[i]), append(idx, i)
 		}
 	}
 	if len(idx) == 0 {
 		return
 	}
 	v, e := make([]uint64, len(idx)), make([]error, len(idx))
-	db.commitQueued(o, t, c, v, e)
+	db.commitQueued(o, t, g, c, v, e)
 	for j, i := range idx {
 		vers[i], errs[i] = v[j], e[j]
 	}
@@ -173,11 +185,11 @@ func (db *DB) commitSome(opss [][]op, txns []*txnReq, checked []prechecked, vers
 
 // commitQueued queues the commits and waits for them, leading groups as
 // its turn comes. checked, if not nil, holds what each one's precheck found.
-func (db *DB) commitQueued(opss [][]op, txns []*txnReq, checked []prechecked, vers []uint64, errs []error) {
+func (db *DB) commitQueued(opss [][]op, txns []*txnReq, origins []any, checked []prechecked, vers []uint64, errs []error) {
 	reqs := make([]*commitReq, len(opss))
 	for i := range reqs {
 		r := reqPool.Get().(*commitReq)
-		r.ops, r.version, r.txn, r.checked = opss[i], 0, txns[i], prechecked{}
+		r.ops, r.version, r.txn, r.checked, r.origin = opss[i], 0, txns[i], prechecked{}, origins[i]
 		if checked != nil {
 			r.checked = checked[i]
 		}
@@ -185,7 +197,7 @@ func (db *DB) commitQueued(opss [][]op, txns []*txnReq, checked []prechecked, ve
 	}
 	defer func() {
 		for _, r := range reqs {
-			r.ops, r.txn = nil, nil
+			r.ops, r.txn, r.origin = nil, nil, nil
 			reqPool.Put(r)
 		}
 	}()
@@ -282,7 +294,11 @@ func (db *DB) WriteBatches(bs []*Batch) []error {
 	}
 	vers := make([]uint64, len(opss))
 	cerrs := make([]error, len(opss))
-	db.commitMany(opss, make([]*txnReq, len(opss)), vers, cerrs, false)
+	origins := make([]any, len(opss))
+	for j, i := range idx {
+		origins[j] = bs[i].origin
+	}
+	db.commitMany(opss, make([]*txnReq, len(opss)), origins, vers, cerrs, false)
 	for j, i := range idx {
 		errs[i] = cerrs[j]
 		if cerrs[j] == nil {
@@ -376,7 +392,7 @@ func (db *DB) runGroup(group []*commitReq) {
 	}
 	var readErr error
 	ends := db.ends[:0] // where each commit's records end in buf
-	for _, r := range group {
+	for ri, r := range group {
 		r.err = nil
 		if r.txn != nil && outlived(r.txn.deadline, nowT) {
 			// The history may no longer hold what its conflict check
@@ -398,6 +414,7 @@ func (db *DB) runGroup(group []*commitReq) {
 			buf = record.AppendRecord(buf, kind, false, v, a.expiry, a.flags, a.key, value)
 			a.size = int64(len(buf) - last)
 			a.version = v
+			a.req = uint32(ri)
 			applies = append(applies, a)
 			if overlay != nil && !a.carrier {
 				overlay[string(a.key)] = len(applies) - 1
@@ -436,7 +453,7 @@ func (db *DB) runGroup(group []*commitReq) {
 				if live {
 					put(apply{key: o.key, del: true}, record.KindDelete, nil)
 				} else if _, inTree := db.tree.Get(o.key); inTree {
-					applies = append(applies, apply{key: o.key, del: true, rel: -1})
+					applies = append(applies, apply{key: o.key, del: true, rel: -1, req: uint32(ri)})
 				}
 			case opDeleteRange:
 				for _, k := range db.keysInRange(o.key, o.value, overlay, applies) {
@@ -497,7 +514,7 @@ func (db *DB) runGroup(group []*commitReq) {
 					}
 				}
 				if e, ok := db.tree.Get(o.key); ok && e.Version == o.version && e.Expired(now) {
-					applies = append(applies, apply{key: o.key, del: true, rel: -1})
+					applies = append(applies, apply{key: o.key, del: true, rel: -1, req: uint32(ri)})
 				}
 			}
 		}
@@ -548,7 +565,7 @@ func (db *DB) runGroup(group []*commitReq) {
 	if err == nil {
 		db.lastVer = ver
 		db.applyGroup(applies, wranges, ver)
-		db.notify(applies)
+		db.notify(group, applies)
 		// Arm the watches of the group's transactions now, before any
 		// later commit can change their keys unseen.
 		for _, r := range group {
@@ -993,12 +1010,25 @@ func (db *DB) Subscribe(fn func(keys [][]byte)) (cancel func()) {
 // deletion of a key that was already expired when it was watched.
 // Either slice may be empty.
 func (db *DB) SubscribeExpiry(fn func(changed, expired [][]byte)) (cancel func()) {
+	return db.SubscribeOrigins(func(changed, expired [][]byte, _ []any) { fn(changed, expired) })
+}
+
+// SubscribeOrigins is SubscribeExpiry for a subscriber that must know who
+// made each change: the writes of several writers can share one call (one
+// group commit), in commit order. origins, unless nil, has one entry per
+// key of changed followed by one per key of expired: the origin given to
+// the Batch or Tx whose commit changed (or deleted) the key
+// (Batch.SetOrigin, Tx.SetOrigin), or nil for a commit without one and
+// for a key dropped by expiry alone (active or after a read). origins is
+// nil when no commit of the call had an origin. Like the keys, it is
+// valid only during the call.
+func (db *DB) SubscribeOrigins(fn func(changed, expired [][]byte, origins []any)) (cancel func()) {
 	db.obsMu.Lock()
 	defer db.obsMu.Unlock()
 	db.obsSeq++
 	id := db.obsSeq
 	if db.observers == nil {
-		db.observers = map[uint64]func(changed, expired [][]byte){}
+		db.observers = map[uint64]func(changed, expired [][]byte, origins []any){}
 	}
 	db.observers[id] = fn
 	db.hasObservers.Store(true)
@@ -1031,17 +1061,29 @@ func versionCarrier(tree *keydir.Tree, overlay map[string]int) []byte {
 	}
 }
 
-func (db *DB) notify(applies []apply) {
+// notify tells the subscribers what the group's applies changed.
+func (db *DB) notify(group []*commitReq, applies []apply) {
 	if !db.hasObservers.Load() || len(applies) == 0 {
 		return
 	}
 	// keys[:n] changed, keys[n:] only dropped because expired (see
-	// SubscribeExpiry), each in commit order.
+	// SubscribeExpiry), each in commit order; origins[i] made keys[i],
+	// if any commit of the group has an origin (SubscribeOrigins).
 	keys := make([][]byte, len(applies))
+	var origins []any
+	for _, r := range group {
+		if r.origin != nil {
+			origins = make([]any, len(applies))
+			break
+		}
+	}
 	n := 0
 	for i := range applies {
 		if a := &applies[i]; !a.dropsExpired() && !a.carrier {
 			keys[n] = a.key
+			if origins != nil {
+				origins[n] = group[a.req].origin
+			}
 			n++
 		}
 	}
@@ -1049,16 +1091,22 @@ func (db *DB) notify(applies []apply) {
 	for i := range applies {
 		if a := &applies[i]; a.dropsExpired() {
 			keys[m] = a.key
+			if origins != nil {
+				origins[m] = group[a.req].origin
+			}
 			m++
 		}
 	}
 	if m == 0 {
 		return // only version carriers
 	}
+	if origins != nil {
+		origins = origins[:m:m]
+	}
 	db.obsMu.Lock()
 	defer db.obsMu.Unlock()
 	for _, fn := range db.observers {
-		fn(keys[:n:n], keys[n:m])
+		fn(keys[:n:n], keys[n:m], origins)
 	}
 }
 

@@ -87,7 +87,7 @@ type DB struct {
 
 	obsMu        sync.Mutex
 	obsSeq       uint64
-	observers    map[uint64]func(changed, expired [][]byte)
+	observers    map[uint64]func(changed, expired [][]byte, origins []any)
 	hasObservers atomic.Bool
 
 	// Keys reads found expired, waiting for lazyExpireWorker to drop them

@@ -63,6 +63,7 @@ type Tx struct {
 	open         []*TxIterator   // range reads that record conflicts, until they finish
 	watches      []*Watch
 	snapshotView TxReader
+	origin       any // SetOrigin
 }
 
 // txWrite is what the transaction knows of a key it wrote.
@@ -1401,6 +1402,11 @@ func (tx *Tx) AddWriteConflictKey(key []byte) {
 	tx.AddWriteConflictRange(key, keyAfter(bytes.Clone(key)))
 }
 
+// SetOrigin names who makes the transaction's writes, as Batch.SetOrigin
+// does: subscribers registered with DB.SubscribeOrigins receive o with
+// every key its commit changes. Set it before Commit.
+func (tx *Tx) SetOrigin(o any) { tx.origin = o }
+
 // Commit applies the transaction's writes atomically, or fails with
 // ErrConflict (retryable) if something it read changed since its read
 // version. A transaction that wrote nothing commits without a check. After
@@ -1435,7 +1441,7 @@ func (tx *Tx) Commit() (err error) {
 	if l := tx.db.opts.TxnLifetime; l > 0 {
 		req.deadline = tx.start.Add(l)
 	}
-	v, err := tx.db.commit(tx.ops, req)
+	v, err := tx.db.commitFrom(tx.origin, tx.ops, req)
 	if err != nil {
 		// Only a commit whose records may have reached the file has an
 		// unknown result; one refused before (writes had stopped already)

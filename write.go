@@ -162,7 +162,15 @@ type Batch struct {
 	buf     []byte
 	err     error
 	version uint64 // of the last successful Write
+	origin  any
 }
+
+// SetOrigin names who makes the batch's writes: subscribers registered
+// with DB.SubscribeOrigins receive o with every key the batch changes, so
+// that a server can tell its own clients' writes from the others' (Redis
+// CLIENT TRACKING NOLOOP does). o is passed on as it is, never looked at;
+// nil (the default, and after Reset) names no one.
+func (b *Batch) SetOrigin(o any) { b.origin = o }
 
 // Set adds a write of key = value.
 func (b *Batch) Set(key, value []byte) {
@@ -271,10 +279,10 @@ func (b *Batch) Len() int { return len(b.ops) }
 // changed nothing (a delete of an absent key, say).
 func (b *Batch) Version() uint64 { return b.version }
 
-// Reset empties the batch for reuse.
+// Reset empties the batch for reuse, and clears its origin.
 func (b *Batch) Reset() {
 	clear(b.ops)
-	b.ops, b.buf, b.err, b.version = b.ops[:0], b.buf[:0], nil, 0
+	b.ops, b.buf, b.err, b.version, b.origin = b.ops[:0], b.buf[:0], nil, 0, nil
 }
 
 // keep copies p into storage owned by the batch. Slices handed out earlier
@@ -306,7 +314,9 @@ func (db *DB) write(b *Batch, turn bool) error {
 	}
 	var vers [1]uint64
 	var errs [1]error
-	db.commitMany([][]op{ops}, []*txnReq{nil}, vers[:], errs[:], turn)
+	var origins [1]any
+	origins[0] = b.origin
+	db.commitMany([][]op{ops}, []*txnReq{nil}, origins[:], vers[:], errs[:], turn)
 	if errs[0] == nil {
 		b.keepResults(ops)
 		b.version = vers[0]
