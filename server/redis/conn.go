@@ -819,15 +819,9 @@ func (c *client) exec(cmd *command, args [][]byte, now time.Time) {
 		}
 		c.st.beginAt(c.s.DB, record, now)
 		c.st.turn = turn
+		c.st.origin = c.origin()
 		cmd.fn(c, args)
-		var err error
-		if c.trk.noloop && c.st.dirty() {
-			c.s.track.markInflight(c, c.st.writtenKeys())
-			err = c.st.commit()
-			c.s.track.clearInflight(c)
-		} else {
-			err = c.st.commit()
-		}
+		err := c.st.commit()
 		c.st.end()
 		if err == nil {
 			break

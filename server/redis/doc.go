@@ -216,14 +216,17 @@
 //
 // CLIENT TRACKING works in the default, OPTIN, OPTOUT and BCAST (with
 // PREFIX) modes, as rueidis and go-redis use it. Invalidations are driven
-// by caskade.DB.Subscribe, so a key changed through any protocol, or
+// by caskade.DB.SubscribeOrigins, so a key changed through any protocol, or
 // directly through the embedded DB, is invalidated. They are sent as RESP3
 // push messages to the client or to its REDIRECT target if that speaks
 // RESP3. A commit of more than 1000 keys (FLUSHALL, for example) sends
 // every tracking client a null invalidation (flush everything), as Redis
 // does for FLUSHALL. NOLOOP suppresses invalidations of a client's own
-// writes, by a command or by EXEC. A key that expires is invalidated when active expiry drops it
-// or, as in Redis, when a read or a scan finds it expired (the reading client's own
+// writes, by a command, EXEC, CSK.ATOMIC or CSK.COMMIT, but not of its
+// range deletions (FLUSHDB, FLUSHALL, CSK.CLEARRANGE); since the writes of
+// several clients can share one group commit, a key is suppressed only if
+// no other client (or protocol) wrote it in the same group. A key that
+// expires is invalidated when active expiry drops it or, as in Redis, when a read or a scan finds it expired (the reading client's own
 // invalidation then follows the read's reply, as in Redis 7).
 //
 // # Safety

@@ -263,6 +263,9 @@ func cmdExec(c *client, args [][]byte) {
 		st.begin(c.s.DB, true)
 		st.checkRanges = true
 		st.turn = turn
+		// As for a command: the tracker tells the EXEC's writes from
+		// the others' (NOLOOP).
+		st.origin = c.origin()
 		st.useSnapshot()
 		// A WATCHed key changed before the snapshot if a commit touched it
 		// or its version moved; after it, the commit's range checks fail.
@@ -309,15 +312,7 @@ func cmdExec(c *client, args [][]byte) {
 		}
 		c.execing = false
 		c.cur = exec
-		if c.trk.noloop && st.dirty() {
-			// As for a command: no invalidation of its own writes
-			// goes back to a NOLOOP client.
-			c.s.track.markInflight(c, st.writtenKeys())
-			err = st.commit()
-			c.s.track.clearInflight(c)
-		} else {
-			err = st.commit()
-		}
+		err = st.commit()
 		st.end()
 		if err == nil {
 			if len(feed) > 0 {

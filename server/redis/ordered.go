@@ -50,9 +50,9 @@ func orderedSpecs() []spec {
 // is owned by the client goroutine.
 type txState struct {
 	tx      *caskade.Tx
-	snap    bool     // the command being run is under CSK.SNAPSHOT
-	tooOld  bool     // a read failed with ErrTransactionTooOld
-	written [][]byte // user keys written, for NOLOOP tracking at commit
+	snap    bool // the command being run is under CSK.SNAPSHOT
+	tooOld  bool // a read failed with ErrTransactionTooOld
+	cleared bool // it cleared a range: its commit is not the client's own (origin)
 }
 
 // txHandler returns the handler of a command inside a CSK transaction, or
@@ -548,6 +548,7 @@ func txClearrange(c *client, args [][]byte) {
 	begin, end := c.bounds(spanOf(c.db), ra)
 	if end == nil || bytes.Compare(begin, end) < 0 {
 		c.tx.tx.ClearRange(begin, end)
+		c.tx.cleared = true
 		if c.txRefused() {
 			return
 		}
@@ -598,11 +599,9 @@ func cmdCskAtomic(c *client, args [][]byte) {
 		return
 	}
 	k, param := c.k(args[2]), args[3]
-	if c.trk.noloop {
-		c.s.track.markInflight(c, [][]byte{args[2]})
-		defer c.s.track.clearInflight(c)
-	}
+	origin := c.origin()
 	err := c.s.DB.Transact(context.Background(), func(tx *caskade.Tx) error {
+		tx.SetOrigin(origin)
 		op(tx, k, param)
 		return nil
 	})
@@ -622,7 +621,6 @@ func txAtomic(c *client, args [][]byte) {
 	if c.txRefused() {
 		return
 	}
-	c.txWrote(args[2])
 	c.replyOK()
 }
 
@@ -668,9 +666,8 @@ func cmdCskCommit(c *client, args [][]byte) {
 	t := c.tx
 	c.tx = nil
 	defer t.tx.Rollback() // releases the transaction whatever Commit did
-	if c.trk.noloop && len(t.written) > 0 {
-		c.s.track.markInflight(c, t.written)
-		defer c.s.track.clearInflight(c)
+	if !t.cleared {
+		t.tx.SetOrigin(c.origin())
 	}
 	if t.tooOld {
 		c.replyErr(c.s.txErrMsg(caskade.ErrTransactionTooOld))
@@ -741,7 +738,6 @@ func cmdCskSnapshot(c *client, args [][]byte) {
 	}
 }
 
-// txWrote records a user key the transaction writes.
 // txRefused replies the error a write the engine refused failed the
 // transaction with (an oversized key, say), at the command that made it,
 // as Redis refuses such a write; the transaction stays failed, so its
@@ -752,12 +748,6 @@ func (c *client) txRefused() bool {
 		return true
 	}
 	return false
-}
-
-func (c *client) txWrote(key []byte) {
-	if c.trk.on && len(c.tx.written) <= maxInvalidationKeys {
-		c.tx.written = append(c.tx.written, bytes.Clone(key))
-	}
 }
 
 // txValue reads a key in the transaction, replying the error if the read
@@ -838,7 +828,6 @@ func txSet(c *client, args [][]byte) {
 	if c.txRefused() {
 		return
 	}
-	c.txWrote(args[1])
 	c.replyOK()
 }
 
@@ -858,7 +847,6 @@ func txMset(c *client, args [][]byte) {
 		if c.txRefused() {
 			return
 		}
-		c.txWrote(args[i])
 	}
 	c.replyOK()
 }
@@ -872,7 +860,6 @@ func txDel(c *client, args [][]byte) {
 		}
 		if found {
 			c.tx.tx.Clear(c.k(key))
-			c.txWrote(key)
 			n++
 		}
 	}
@@ -929,6 +916,5 @@ func (c *client) txIncr(key []byte, incr int64) {
 		c.tx.tx.ByteMin(k, nil)
 		c.tx.tx.ByteMax(k, nv)
 	}
-	c.txWrote(key)
 	c.replyInt(v)
 }

@@ -267,7 +267,7 @@ func (s *Server) init() {
 		s.track = newTracker(s)
 		s.scanCursor.init()
 		if s.DB != nil {
-			s.unsub = s.DB.SubscribeExpiry(func(changed, expired [][]byte) {
+			s.unsub = s.DB.SubscribeOrigins(func(changed, expired [][]byte, origins []any) {
 				// A key that expires is a change to those who WATCHed
 				// it while it lived, which EXEC's version check sees;
 				// dropping one that was expired already when WATCHed
@@ -277,7 +277,7 @@ func (s *Server) init() {
 				if len(expired) > 0 {
 					keys = append(changed[:len(changed):len(changed)], expired...)
 				}
-				s.track.onCommit(keys)
+				s.track.onCommit(keys, origins) // origins covers changed, then expired
 			})
 		}
 	})

@@ -90,6 +90,9 @@ type store struct {
 	// turn, when set, is the command's caskade.Turn: once it holds the
 	// turn lock, commits go through it (Turn.Write).
 	turn *caskade.Turn
+	// origin, when set, is the client whose writes these are, for its
+	// NOLOOP tracking (caskade.Batch.SetOrigin).
+	origin any
 }
 
 // keyRange is an encoded key range [begin, end); nil end: to the end.
@@ -110,6 +113,7 @@ func (st *store) beginAt(db *caskade.DB, record bool, now time.Time) {
 	st.rangeReads = st.rangeReads[:0]
 	st.checkRanges = false
 	st.turn = nil
+	st.origin = nil
 	st.now = now
 	st.nowMs = now.UnixMilli()
 	if cap(st.arena) > 1<<20 {
@@ -370,7 +374,7 @@ func (st *store) commit() error {
 		return nil
 	}
 	if len(st.ops) == 1 && len(st.reads) == 0 && len(st.checks) == 0 && len(st.rangeReads) == 0 &&
-		(st.turn == nil || !st.turn.Held()) {
+		(st.turn == nil || !st.turn.Held()) && st.origin == nil {
 		o := &st.ops[0]
 		switch o.kind {
 		case opSet:
@@ -387,6 +391,12 @@ func (st *store) commit() error {
 	}
 	b := &st.batch
 	b.Reset()
+	if len(st.ranges) == 0 {
+		// A range deletion (FLUSHDB, FLUSHALL, CSK.CLEARRANGE) is not
+		// the client's own: it hears of the keys it deleted, as Redis
+		// sends FLUSHALL's invalidation to every tracking client.
+		b.SetOrigin(st.origin)
+	}
 	for _, r := range st.reads {
 		b.Check(r.key, r.ver)
 	}
@@ -528,16 +538,4 @@ func (st *store) scan(begin, end []byte, fn func(k []byte, e entry) bool) error 
 		}
 	}
 	return nil
-}
-
-// writtenKeys returns the user keys of the buffered point writes.
-func (st *store) writtenKeys() [][]byte {
-	var out [][]byte
-	for i := range st.ops {
-		if st.ops[i].kind != opDelRange {
-			k, _, _ := userKey(st.ops[i].key)
-			out = append(out, k)
-		}
-	}
-	return out
 }

@@ -1,9 +1,6 @@
 package redis
 
 import (
-	"bytes"
-	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -21,6 +18,20 @@ import (
 // (>2 invalidate [keys]), or to the REDIRECT client: as a push if that
 // client speaks RESP3. A RESP2 redirect target would need Pub/Sub, which
 // caskade does not serve yet, so it receives nothing.
+//
+// NOLOOP spares a client the invalidations of its own writes. Redis
+// decides it per write (the client running the command that changed the
+// key); here one notification covers a whole group commit, in which the
+// writes of several clients, and of other protocols, may be mixed. So a
+// NOLOOP client tags its commits with itself (caskade.Batch.SetOrigin,
+// client.origin), the engine reports each changed key with the origin of
+// the commit that made it (caskade.DB.SubscribeOrigins), and the client
+// is spared a key only if every write of it in the group was its own:
+// had another write of the key come last, it would cache a value that is
+// no longer the key's for good. A group's commits are in no order the
+// client chose, so one of another client's writes anywhere in the group
+// is enough (a write of the client's own that came last makes the
+// invalidation one more than needed, never one too few).
 
 // trackState is a client's tracking configuration, owned by its goroutine
 // except where noted.
@@ -74,9 +85,6 @@ type tracker struct {
 	// (Redis's PrefixTable).
 	prefixes prefixTree
 	clients  map[*client]struct{} // every tracking client
-	// inflight counts keys being written by NOLOOP clients, so that their
-	// own writes are not sent back to them.
-	inflight map[*client][][]byte
 	// forgetting counts the disables since forget last started a scan
 	// (0: none running). forgetHeld is the most keys one of its holds of
 	// mu looked at, for tests.
@@ -89,10 +97,9 @@ type tracker struct {
 
 func newTracker(s *Server) *tracker {
 	return &tracker{
-		s:        s,
-		keys:     map[string]map[*client]struct{}{},
-		clients:  map[*client]struct{}{},
-		inflight: map[*client][][]byte{},
+		s:       s,
+		keys:    map[string]map[*client]struct{}{},
+		clients: map[*client]struct{}{},
 	}
 }
 
@@ -133,7 +140,6 @@ func (t *tracker) disable(c *client) {
 			t.prefixes.remove(p, c)
 		}
 	}
-	delete(t.inflight, c)
 	n := len(t.clients)
 	t.mu.Unlock()
 	c.s.stats.trackingClient.Store(int64(n))
@@ -262,9 +268,22 @@ func (t *tracker) totals() (keys, items, prefixes int) {
 	return len(t.keys), items, t.prefixes.count
 }
 
+// origin is what c tags its commits with (caskade.Batch.SetOrigin,
+// caskade.Tx.SetOrigin), so that onCommit can tell its own writes from
+// the others': c itself if it is NOLOOP, else nil (an untagged commit
+// costs nothing more).
+func (c *client) origin() any {
+	if c.trk.noloop {
+		return c
+	}
+	return nil
+}
+
 // onCommit is the DB subscription: it runs on the committing goroutine
-// for every commit and queues invalidations without blocking.
-func (t *tracker) onCommit(raw [][]byte) {
+// for every group commit and queues invalidations without blocking.
+// origins, unless nil, holds the origin of the commit that changed each
+// key of raw (caskade.DB.SubscribeOrigins).
+func (t *tracker) onCommit(raw [][]byte, origins []any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.clients) == 0 {
@@ -277,9 +296,27 @@ func (t *tracker) onCommit(raw [][]byte) {
 		clear(t.keys)
 		return
 	}
+	// own holds, for each key of the group, the client that made every
+	// write of it, or nil if there is no such client (another writer
+	// too, or one without an origin: another protocol, an expiry).
+	var own map[string]*client
+	if origins != nil {
+		own = make(map[string]*client, len(raw))
+		for i, r := range raw {
+			k, _, ok := userKey(r)
+			if !ok {
+				continue
+			}
+			c, _ := origins[i].(*client)
+			if o, seen := own[string(k)]; seen && o != c {
+				c = nil
+			}
+			own[string(k)] = c
+		}
+	}
 	var per map[*client][][]byte
 	add := func(c *client, k []byte) {
-		if c.trk.noloop && t.isInflight(c, k) {
+		if c.trk.noloop && own != nil && own[string(k)] == c {
 			return
 		}
 		if per == nil {
@@ -317,20 +354,6 @@ func (t *tracker) onCommit(raw [][]byte) {
 	}
 }
 
-// isInflight reports whether k is among the keys c is writing, by binary
-// search: a scan made a large write by a NOLOOP client quadratic.
-func (t *tracker) isInflight(c *client, k []byte) bool {
-	keys := t.inflight[c]
-	i, found := sort.Search(len(keys), func(i int) bool {
-		t.probes++
-		return bytes.Compare(keys[i], k) >= 0
-	}), false
-	if i < len(keys) {
-		found = bytes.Equal(keys[i], k)
-	}
-	return found
-}
-
 // send queues an invalidation for c's cache (all of it if flush). The
 // caller holds t.mu.
 func (t *tracker) send(c *client, keys [][]byte, flush bool) {
@@ -366,20 +389,4 @@ func (t *tracker) send(c *client, keys [][]byte, flush bool) {
 		target.startPusher()
 	}
 	target.push(b)
-}
-
-// markInflight records the keys a NOLOOP client is about to write (a
-// sorted copy of keys, for isInflight).
-func (t *tracker) markInflight(c *client, keys [][]byte) {
-	keys = slices.Clone(keys)
-	slices.SortFunc(keys, bytes.Compare)
-	t.mu.Lock()
-	t.inflight[c] = keys
-	t.mu.Unlock()
-}
-
-func (t *tracker) clearInflight(c *client) {
-	t.mu.Lock()
-	delete(t.inflight, c)
-	t.mu.Unlock()
 }

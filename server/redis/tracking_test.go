@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -548,10 +550,11 @@ func TestTrackingRedirectScales(t *testing.T) {
 	target.do(cmd("PING"), "+PONG\r\n")
 }
 
-// TestTrackingNoloopScales checks that telling a NOLOOP client's own
-// keys from the others' takes a binary search per key changed, where a
-// scan of the keys it wrote made an MSET of n keys cost n^2 under the
-// tracker's lock; the other clients hear of every key.
+// TestTrackingNoloopScales checks that a large write by a NOLOOP client
+// costs work in proportion to its keys under the tracker's lock (a scan
+// of the keys it wrote once made an MSET of n keys cost n^2; telling its
+// own keys now takes a map lookup per key, not counted in probes); the
+// other clients hear of every key.
 func TestTrackingNoloopScales(t *testing.T) {
 	ts := startServer(t, nil)
 	me, other := ts.dial(), ts.dial()
@@ -579,9 +582,8 @@ func TestTrackingNoloopScales(t *testing.T) {
 	tr.mu.Lock()
 	probes := tr.probes - before
 	tr.mu.Unlock()
-	// Each key: a walk of the prefix tree (the root) and a few steps
-	// of a binary search among the client's keys.
-	if probes > n*(1+12) {
+	// Each key: a walk of the prefix tree (the root).
+	if probes > 2*n {
 		t.Fatalf("telling the NOLOOP client's own %d keys took %d probes", n, probes)
 	}
 	other.do(cmd("SET", "y", "1"), "+OK\r\n")
@@ -622,5 +624,209 @@ func TestTrackingNoloopExec(t *testing.T) {
 	dflt.expect(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nj\r\n")
 	for _, c := range []*rawConn{bcast, dflt} {
 		c.do(cmd("PING"), "+PONG\r\n")
+	}
+}
+
+// clientOf returns the server's client behind conn.
+func (ts *testServer) clientOf(conn *rawConn) *client {
+	ts.t.Helper()
+	conn.send(cmd("CLIENT", "ID"))
+	line := conn.readLine()
+	id, err := strconv.ParseInt(strings.TrimSpace(line[1:]), 10, 64)
+	if err != nil {
+		ts.t.Fatalf("CLIENT ID: %q", line)
+	}
+	c := ts.srv.clientByID(id)
+	if c == nil {
+		ts.t.Fatalf("no client %d", id)
+	}
+	return c
+}
+
+// originName names a commit's origin for a test failure.
+func originName(o any) string {
+	if c, ok := o.(*client); ok {
+		return "client " + itoa(c.id)
+	}
+	return fmt.Sprint(o)
+}
+
+// TestTrackingNoloopGroup checks that a NOLOOP client is spared the
+// invalidation of a key only if every write of it in the group commit
+// was its own. The invalidations of a group go out together; when the
+// client's write of k and another's shared a group, with the other's
+// last, the client was spared (its write was in flight) and kept a value
+// that was no longer k's for good. WriteBatches puts the writes in one
+// group, in order, each tagged as the Redis front end tags a client's
+// commits; TestTrackingNoloopOrigins checks that it does.
+func TestTrackingNoloopGroup(t *testing.T) {
+	modes := []struct {
+		name  string
+		bcast bool
+		resp2 bool // the tracking client speaks RESP2 and redirects to a RESP3 connection
+	}{
+		{name: "resp3"},
+		{name: "resp2-redirect", resp2: true},
+		{name: "bcast", bcast: true},
+		{name: "bcast-resp2-redirect", bcast: true, resp2: true},
+	}
+	const (
+		self   = "A"  // the NOLOOP client
+		other  = "B"  // a writer without an origin: not NOLOOP, or another protocol
+		noloop = "B'" // another NOLOOP client
+	)
+	groups := []struct {
+		writers []string // of k, in commit order
+		told    bool
+	}{
+		{[]string{self, other}, true}, // the case that lost the invalidation
+		{[]string{self, noloop}, true},
+		{[]string{other, self}, true},
+		{[]string{self, other, self}, true},
+		{[]string{other}, true},
+		{[]string{self}, false},
+		{[]string{self, self}, false},
+	}
+	const push = ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n"
+	for _, m := range modes {
+		for _, g := range groups {
+			t.Run(m.name+"/"+strings.Join(g.writers, ","), func(t *testing.T) {
+				ts := startServer(t, nil)
+				a, b := ts.dial(), ts.dial()
+				b.do(cmd("CLIENT", "TRACKING", "ON", "NOLOOP"), "+OK\r\n")
+				recv := a
+				args := []string{"CLIENT", "TRACKING", "ON", "NOLOOP"}
+				if m.resp2 {
+					recv = ts.dial()
+					recv.hello3()
+					args = append(args, "REDIRECT", itoa(ts.clientOf(recv).id))
+				} else {
+					a.hello3()
+				}
+				if m.bcast {
+					args = append(args, "BCAST")
+				}
+				a.do(cmd(args...), "+OK\r\n")
+				if !m.bcast {
+					absent := "_\r\n"
+					if m.resp2 {
+						absent = "$-1\r\n"
+					}
+					a.do(cmd("GET", "k"), absent)
+				}
+				origins := map[string]any{self: ts.clientOf(a), other: nil, noloop: ts.clientOf(b)}
+				var bs []*caskade.Batch
+				for i, w := range g.writers {
+					b := new(caskade.Batch)
+					b.Set([]byte("k"), []byte(w+itoa(int64(i))))
+					b.SetOrigin(origins[w])
+					bs = append(bs, b)
+				}
+				for i, err := range ts.db.WriteBatches(bs) {
+					if err != nil {
+						t.Fatalf("batch %d: %v", i, err)
+					}
+				}
+				// The group's invalidations are queued before WriteBatches
+				// returns, so they come before PING's reply.
+				recv.send(cmd("PING"))
+				switch line := recv.readLine(); {
+				case g.told && line != push[:4]:
+					t.Fatalf("got %q, want an invalidation of k", line)
+				case g.told:
+					recv.expect(push[4:] + "+PONG\r\n")
+				case line != "+PONG\r\n":
+					t.Fatalf("got %q, want no invalidation", line)
+				}
+			})
+		}
+	}
+}
+
+// TestTrackingNoloopOrigins checks that every way a Redis client writes
+// tags its commit with the client if it is NOLOOP (so that the tracker
+// can tell its writes from the others' in a group commit), and with
+// nothing otherwise; a range deletion is never the client's own, as
+// Redis sends FLUSHALL's invalidation to every tracking client.
+func TestTrackingNoloopOrigins(t *testing.T) {
+	ts := startServer(t, nil)
+	var mu sync.Mutex
+	seen := map[string][]any{} // key -> the origins of its changes
+	cancel := ts.db.SubscribeOrigins(func(changed, expired [][]byte, origins []any) {
+		mu.Lock()
+		defer mu.Unlock()
+		for i, k := range append(changed[:len(changed):len(changed)], expired...) {
+			var o any
+			if origins != nil {
+				o = origins[i]
+			}
+			seen[string(k)] = append(seen[string(k)], o)
+		}
+	})
+	t.Cleanup(cancel)
+	nl, tr, plain := ts.dial(), ts.dial(), ts.dial()
+	for _, c := range []*rawConn{nl, tr} {
+		c.hello3()
+	}
+	nl.do(cmd("CLIENT", "TRACKING", "ON", "BCAST", "NOLOOP", "PREFIX", "none:"), "+OK\r\n")
+	tr.do(cmd("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "none:"), "+OK\r\n")
+	conns := []struct {
+		name   string
+		conn   *rawConn
+		origin any
+	}{
+		{"noloop", nl, ts.clientOf(nl)},
+		{"tracking", tr, nil},
+		{"plain", plain, nil},
+	}
+	writes := []struct {
+		name  string
+		cmds  [][]string
+		reply []string // of each of cmds
+		keys  []string
+		own   bool // a write of the client's own (false: a range deletion)
+	}{
+		{"set", [][]string{{"SET", "k", "v"}}, []string{"+OK\r\n"}, []string{"k"}, true},
+		{"mset", [][]string{{"MSET", "k", "v", "j", "w"}}, []string{"+OK\r\n"}, []string{"k", "j"}, true},
+		{"incr", [][]string{{"INCR", "n"}}, []string{":1\r\n"}, []string{"n"}, true},
+		{"del", [][]string{{"SET", "d", "v"}, {"DEL", "d"}}, []string{"+OK\r\n", ":1\r\n"}, []string{"d"}, true},
+		{"select", [][]string{{"SELECT", "2"}, {"SET", "k", "v"}, {"SELECT", "0"}}, []string{"+OK\r\n", "+OK\r\n", "+OK\r\n"}, []string{"\xff\x02k"}, true},
+		{"exec", [][]string{{"MULTI"}, {"SET", "k", "v"}, {"INCR", "n"}, {"EXEC"}},
+			[]string{"+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "*2\r\n+OK\r\n:1\r\n"}, []string{"k", "n"}, true},
+		{"csk.atomic", [][]string{{"CSK.ATOMIC", "ADD", "a", "\x01\x00\x00\x00\x00\x00\x00\x00"}}, []string{"+OK\r\n"}, []string{"a"}, true},
+		{"csk.commit", [][]string{{"CSK.BEGIN"}, {"SET", "k", "v"}, {"INCR", "n"}, {"CSK.COMMIT"}},
+			[]string{"+OK\r\n", "+OK\r\n", ":1\r\n", "+OK\r\n"}, []string{"k", "n"}, true},
+		{"flushdb", [][]string{{"SET", "f", "v"}, {"FLUSHDB"}}, []string{"+OK\r\n", "+OK\r\n"}, []string{"f"}, false},
+		{"csk.clearrange", [][]string{{"SET", "r", "v"}, {"CSK.CLEARRANGE", "FROM", "r", "TO", "s"}}, []string{"+OK\r\n", "+OK\r\n"}, []string{"r"}, false},
+		{"csk.commit-clearrange", [][]string{{"SET", "r", "v"}, {"CSK.BEGIN"}, {"CSK.CLEARRANGE", "FROM", "r", "TO", "s"}, {"CSK.COMMIT"}},
+			[]string{"+OK\r\n", "+OK\r\n", "+OK\r\n", "+OK\r\n"}, []string{"r"}, false},
+	}
+	for _, c := range conns {
+		for _, w := range writes {
+			t.Run(c.name+"/"+w.name, func(t *testing.T) {
+				plain.do(cmd("FLUSHALL"), "+OK\r\n") // its changes are heard before its reply
+				mu.Lock()
+				clear(seen)
+				mu.Unlock()
+				for i, args := range w.cmds {
+					c.conn.do(cmd(args...), w.reply[i])
+				}
+				want := c.origin
+				if !w.own {
+					want = nil
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, k := range w.keys {
+					os := seen[k]
+					if len(os) == 0 {
+						t.Fatalf("no change of %q seen", k)
+					}
+					if last := os[len(os)-1]; last != want {
+						t.Fatalf("the last change of %q came from %s, want %s", k, originName(last), originName(want))
+					}
+				}
+			})
+		}
 	}
 }
