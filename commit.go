@@ -869,6 +869,7 @@ func (db *DB) stopWrites(err error) error {
 	db.cmu.Lock()
 	if db.writeErr == nil {
 		db.writeErr = werr
+		db.stopped.Store(&werr)
 		db.opts.Logger.Error("caskade: writes stopped", "err", err)
 	} else {
 		werr = db.writeErr

@@ -446,10 +446,16 @@ func TestFsyncErrorStopsWrites(t *testing.T) {
 	if err := db.Set([]byte("a"), []byte("1")); err != nil {
 		t.Fatal(err)
 	}
+	if err := db.WriteStatus(); err != nil {
+		t.Fatalf("write status before the failure: %v", err)
+	}
 	efs.Inject(errorfs.OpSync, syscall.EIO)
 	err = db.Set([]byte("b"), []byte("2"))
 	if !errors.Is(err, ErrWritesStopped) || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("set with failing fsync: %v", err)
+	}
+	if err := db.WriteStatus(); !errors.Is(err, ErrWritesStopped) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("write status after the failure: %v", err)
 	}
 	mustMiss(t, db, "b") // never acknowledged, never visible
 	efs.Reset()
@@ -482,12 +488,18 @@ func TestENOSPCRecovers(t *testing.T) {
 	if st := db.Stats(); !errors.Is(st.WriteRefused, syscall.ENOSPC) || st.WriteError != nil {
 		t.Fatalf("stats after a refused write: refused %v, write error %v", st.WriteRefused, st.WriteError)
 	}
+	if err := db.WriteStatus(); !errors.Is(err, syscall.ENOSPC) || errors.Is(err, ErrWritesStopped) {
+		t.Fatalf("write status after a refused write: %v", err)
+	}
 	efs.SetSpace(-1)
 	if err := db.Set([]byte("b"), []byte("2")); err != nil {
 		t.Fatalf("set after space returned: %v", err)
 	}
 	if st := db.Stats(); st.WriteRefused != nil {
 		t.Fatalf("stats after a write went through: refused %v", st.WriteRefused)
+	}
+	if err := db.WriteStatus(); err != nil {
+		t.Fatalf("write status after a write went through: %v", err)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

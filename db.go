@@ -71,6 +71,9 @@ type DB struct {
 	closed   bool
 	shut     atomic.Bool // closed, for the read paths that do not take cmu
 	writeErr error       // sticky: see ErrWritesStopped
+	// stopped holds writeErr once it is set, for WriteStatus to read
+	// without cmu.
+	stopped atomic.Pointer[error]
 	// refused is the error of the last group write refused for lack of
 	// space, until a group write succeeds (Stats.WriteRefused).
 	refused atomic.Pointer[error]

@@ -95,6 +95,22 @@ type Stats struct {
 	Commits, Groups uint64
 }
 
+// WriteStatus reports whether the database takes writes now: nil if it
+// does, else the error Stats would report as WriteError (writes stopped,
+// for good) or, if there is none, as WriteRefused (the last write was
+// refused for lack of space and none has succeeded since; the next one
+// may go through). It takes no lock, so a health check or a front end may
+// call it for every request; it is safe for concurrent use.
+func (db *DB) WriteStatus() error {
+	if p := db.stopped.Load(); p != nil {
+		return *p
+	}
+	if p := db.refused.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // Stats returns a summary of the database.
 func (db *DB) Stats() Stats {
 	active := db.active.Load()
