@@ -682,6 +682,17 @@ func (c *client) dispatch(args [][]byte) {
 		c.reject(cmd, errReservedKey)
 		return
 	}
+	if cmd.name == "ping" {
+		// As Redis's processCommand: while writes fail (its
+		// deny_write_type, our aof_last_write_status:err), PING gets
+		// the MISCONF error writes get, so that a health check that
+		// pings sees it; queued, it fails the transaction. HELLO,
+		// AUTH, INFO and reads go on.
+		if werr := s.DB.WriteStatus(); werr != nil {
+			c.reject(cmd, misconf(storerr.Classify(werr), werr))
+			return
+		}
+	}
 	if c.monitor.Load() && cmd.has(fWrite|fReadonly) {
 		// As in Redis, where a monitor is a replica, which CLIENT PAUSE
 		// does not hold: it may not touch the keyspace.
@@ -902,16 +913,10 @@ func (s *Server) engineError(err error) string {
 	switch k := storerr.Classify(err); k {
 	case storerr.WritesStopped:
 		// The database logged the cause when it stopped writes.
-		maybe := ""
-		if errors.Is(err, caskade.ErrCommitUnknownResult) {
-			maybe = "the transaction may or may not have committed; "
-		}
-		return "MISCONF Errors writing to the data files: " + storerr.Reason(err) +
-			" (" + maybe + "writes are stopped until the server restarts; its log has the cause)"
+		return misconf(k, err)
 	case storerr.NoSpace:
 		s.storeErrs.Report(s.log, "redis", k, err)
-		return "MISCONF Errors writing to the data files: No space left on device" +
-			" (the write was refused; writes resume once there is room)"
+		return misconf(k, err)
 	case storerr.IO:
 		s.storeErrs.Report(s.log, "redis", k, err)
 		return "ERR I/O error in the data files (the server's log has the cause)"
@@ -930,6 +935,22 @@ func (s *Server) engineError(err error) string {
 		return errOverflow
 	}
 	return "ERR " + msg
+}
+
+// misconf is the MISCONF error for err, of kind storerr.WritesStopped or
+// storerr.NoSpace: what Redis replies while its AOF cannot be written,
+// with the system's reason and no file path.
+func misconf(k storerr.Kind, err error) string {
+	if k == storerr.NoSpace {
+		return "MISCONF Errors writing to the data files: No space left on device" +
+			" (the write was refused; writes resume once there is room)"
+	}
+	maybe := ""
+	if errors.Is(err, caskade.ErrCommitUnknownResult) {
+		maybe = "the transaction may or may not have committed; "
+	}
+	return "MISCONF Errors writing to the data files: " + storerr.Reason(err) +
+		" (" + maybe + "writes are stopped until the server restarts; its log has the cause)"
 }
 
 // unknownCommand returns Redis's reply to an unknown command.

@@ -282,6 +282,12 @@
 //     ErrWritesStopped); an EXEC whose commit fails so gets the same
 //     error, as Redis refuses EXEC. Other I/O errors reply "ERR I/O error
 //     in the data files". The server's log has each cause, with its file.
+//     While aof_last_write_status is err, PING gets the same MISCONF
+//     error, as Redis answers it while it cannot persist (in RESP2 and
+//     RESP3; queued in MULTI it aborts the EXEC); HELLO, AUTH, INFO and
+//     reads are answered. After a refusal for lack of space that lasts
+//     until a write goes through: nothing retries on its own, so PING
+//     fails until a client writes once there is room.
 //   - INCRBYFLOAT computes, as Redis on x86-64 does, in 80-bit long
 //     double (emulated with math/big), so its results are Redis's to the
 //     byte (except next to the least subnormal value, about 3.6e-4951).

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"syscall"
@@ -10,6 +11,7 @@ import (
 	"github.com/caskade/caskade/server/internal/wiretest"
 	"github.com/caskade/caskade/vfs"
 	"github.com/caskade/caskade/vfs/errorfs"
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // TestStorageErrorReplies fills the disk and then fails an fsync under a
@@ -133,4 +135,93 @@ func TestInfoLastWriteStatus(t *testing.T) {
 	c.send(cmd("SET", "k", "5"))
 	c.readLine()
 	status("err")
+}
+
+// TestPingWhileWritesFail checks PING as Redis answers it while it cannot
+// persist writes (processCommand's deny_write_type): with the MISCONF
+// error a write gets, in RESP2 and RESP3, and queued in MULTI (which
+// then aborts), whether the disk refused the last write or a failed
+// fsync stopped writes; PONG again once a write goes through. HELLO,
+// AUTH, INFO and reads go on, and a PING queued before the failure runs
+// in EXEC, as in Redis, whose EXEC of no write is not refused.
+func TestPingWhileWritesFail(t *testing.T) {
+	efs := errorfs.New(vfs.OS())
+	db, err := caskade.Open(t.TempDir(), &caskade.Options{FS: efs, Sync: caskade.SyncAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ts := startServerOn(t, db, func(s *Server) { s.Password = "pw" })
+	c, c3, early := ts.dial(), ts.dial(), ts.dial()
+	c.do(cmd("AUTH", "pw"), "+OK\r\n")
+	c3.do(cmd("AUTH", "pw"), "+OK\r\n")
+	c3.hello3()
+	early.do(cmd("AUTH", "pw"), "+OK\r\n")
+	early.do(cmd("MULTI"), "+OK\r\n")
+	early.do(cmd("PING"), "+QUEUED\r\n")
+	c.do(cmd("PING"), "+PONG\r\n")
+
+	const (
+		noSpace = "-MISCONF Errors writing to the data files: No space left on device" +
+			" (the write was refused; writes resume once there is room)\r\n"
+		stopped = "-MISCONF Errors writing to the data files: Input/output error" +
+			" (writes are stopped until the server restarts; its log has the cause)\r\n"
+	)
+	refused := func(want string) {
+		t.Helper()
+		c.do(cmd("PING"), want)
+		c.do(cmd("PING", "hi"), want)
+		c3.do(cmd("PING"), want)
+		c.do("PING\r\n", want) // inline
+		c.do(cmd("MULTI"), "+OK\r\n")
+		c.do(cmd("PING"), want)
+		c.do(cmd("GET", "k"), "+QUEUED\r\n")
+		c.do(cmd("EXEC"), "-EXECABORT Transaction discarded because of previous errors.\r\n")
+		// Not authenticated: NOAUTH first, as in Redis.
+		anon := ts.dial()
+		anon.do(cmd("PING"), "-NOAUTH Authentication required.\r\n")
+		anon.do(cmd("AUTH", "pw"), "+OK\r\n")
+		anon.do(cmd("PING"), want)
+		anon.send(cmd("HELLO", "3"))
+		if line := anon.readLine(); !strings.HasPrefix(line, "%") {
+			t.Fatalf("HELLO 3 while writes fail: %q", line)
+		}
+		if got := infoSection(t, c, "persistence")["aof_last_write_status"]; got != "err" {
+			t.Fatalf("aof_last_write_status = %q, want err", got)
+		}
+		c.do(cmd("GET", "k"), "$1\r\n1\r\n")
+	}
+
+	c.do(cmd("SET", "k", "1"), "+OK\r\n")
+	efs.Inject(errorfs.OpWrite, syscall.ENOSPC)
+	c.do(cmd("SET", "k", "2"), noSpace)
+	refused(noSpace)
+	// Queued while writes went through: EXEC runs it.
+	early.do(cmd("EXEC"), "*1\r\n+PONG\r\n")
+	ctx := context.Background()
+	rdb := ts.goRedis(&goredis.Options{Password: "pw", MaxRetries: -1})
+	if err := rdb.Ping(ctx).Err(); err == nil || err.Error() != strings.TrimSuffix(noSpace[1:], "\r\n") {
+		t.Fatalf("go-redis PING on a full disk: %v", err)
+	}
+
+	// Room again: the next write goes through, and PING answers.
+	efs.Inject(errorfs.OpWrite, nil)
+	c.do(cmd("PING"), noSpace) // no write has tried yet
+	c.do(cmd("SET", "k", "1"), "+OK\r\n")
+	c.do(cmd("PING"), "+PONG\r\n")
+	c3.do(cmd("PING"), "+PONG\r\n")
+	if got := res(t, rdb.Ping(ctx)); got != "PONG" {
+		t.Fatalf("go-redis PING: %q", got)
+	}
+
+	efs.Inject(errorfs.OpSync, syscall.EIO)
+	c.send(cmd("SET", "k", "3"))
+	if line := c.readLine(); !strings.HasPrefix(line, "-MISCONF ") {
+		t.Fatalf("SET with fsync failing: %q", line)
+	}
+	efs.Inject(errorfs.OpSync, nil)
+	refused(stopped)
+	if err := rdb.Ping(ctx).Err(); err == nil || err.Error() != strings.TrimSuffix(stopped[1:], "\r\n") {
+		t.Fatalf("go-redis PING with writes stopped: %v", err)
+	}
 }
