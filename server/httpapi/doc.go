@@ -16,7 +16,8 @@
 //	POST   /v1/txn        transaction (see below)
 //	GET    /metrics       Prometheus metrics (Server.Metrics)
 //	GET    /healthz       200 while the process serves
-//	GET    /readyz        200 while the database is open and accepts writes
+//	GET    /readyz        200 while the database is open and accepts writes,
+//	                      else 503 (see Health probes)
 //	GET    /debug/pprof/  runtime profiles, only with EnablePprof
 //
 // {key} is the key URL-escaped (any bytes; "/" may appear raw or as %2F).
@@ -95,6 +96,25 @@
 // reply_too_large (read less per transaction, with limits or keys_only,
 // or page with GET /v1/kv).
 //
+// # Health probes
+//
+// /healthz answers 200 {"status":"ok"} while the process serves: a
+// database that refuses writes, or is closed, does not change it. /readyz
+// answers 200 {"status":"ready"} while the database is open and takes
+// writes, and otherwise 503 with the JSON error of every endpoint, whose
+// code says why and whose message names no file:
+//
+//	closed          the database is closed
+//	writes_stopped  a failed write or fsync stopped writes until the
+//	                server restarts (caskade.ErrWritesStopped; the log has
+//	                the cause)
+//	no_space        the last write was refused for lack of space and none
+//	                has gone through since (caskade.DB.WriteStatus)
+//
+// no_space ends at the first write that goes through once there is room,
+// from any front end: nothing retries a refused write on its own, so
+// /readyz stays 503 until something writes (a probe does not).
+//
 // # Errors, limits and security
 //
 // Errors are JSON with a stable code:
@@ -119,7 +139,8 @@
 //	     for writes_stopped and no_space)
 //	503  closed, read_only, writes_stopped, max_clients,
 //	     commit_unknown_result (the commit may or may not have been
-//	     applied: read the keys before trying again)
+//	     applied: read the keys before trying again); from /readyz
+//	     also no_space
 //	507  no_space (the disk is full; the write was refused whole and may
 //	     be retried once there is room)
 //

@@ -17,6 +17,8 @@ import (
 
 	"github.com/caskade/caskade"
 	"github.com/caskade/caskade/server/metrics"
+	"github.com/caskade/caskade/vfs"
+	"github.com/caskade/caskade/vfs/errorfs"
 )
 
 func TestKV(t *testing.T) {
@@ -351,4 +353,57 @@ func TestLongKeyInPath(t *testing.T) {
 	}
 	ts.do(t, "PUT", "/v1/kv/"+esc+"%01", "x").want(t, 400, "key_too_large")
 	ts.do(t, "DELETE", "/v1/kv/"+esc, "").want(t, 204, "")
+}
+
+// TestReadyzWhileWritesFail checks the probes while the database refuses
+// writes: /readyz answers 503 no_space from a write refused for lack of
+// space until a write goes through, and 503 writes_stopped for good once
+// a failed fsync stopped writes, with messages that name no file;
+// /healthz stays 200 (the process serves, and reads go on).
+func TestReadyzWhileWritesFail(t *testing.T) {
+	const dir = "/srv/secret-dir"
+	efs := errorfs.New(vfs.NewMem())
+	db, err := caskade.Open(dir, &caskade.Options{FS: efs, Sync: caskade.SyncAlways, MergeInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() }) // after the server's shutdown
+	ts := startServer(t, func(s *Server) { s.DB = db })
+	probes := func(status int, code string) {
+		t.Helper()
+		r := ts.do(t, "GET", "/readyz", "").want(t, status, code)
+		if strings.Contains(r.body, "secret-dir") || strings.Contains(r.body, ".data") {
+			t.Errorf("/readyz names a file: %s", r.body)
+		}
+		ts.do(t, "GET", "/healthz", "").want(t, 200, "")
+	}
+	ts.do(t, "PUT", "/v1/kv/k", "1", "").want(t, 201, "")
+	probes(200, "")
+
+	for _, step := range []struct {
+		what   string
+		op     errorfs.Op
+		err    error
+		put    int    // the status of a PUT with the fault on
+		code   string // its error code, and /readyz's after it
+		resume bool   // writes go through once the fault is gone
+	}{
+		{"disk full", errorfs.OpWrite, syscall.ENOSPC, 507, "no_space", true},
+		{"fsync failed", errorfs.OpSync, syscall.EIO, 503, "writes_stopped", false},
+	} {
+		efs.Inject(step.op, step.err)
+		ts.do(t, "PUT", "/v1/kv/k", "2", "").want(t, step.put, step.code)
+		probes(503, step.code)
+		efs.Inject(step.op, nil)
+		// Nothing has written since: still refused.
+		probes(503, step.code)
+		ts.do(t, "GET", "/v1/kv/k", "").want(t, 200, "")
+		if !step.resume {
+			ts.do(t, "PUT", "/v1/kv/k", "3", "").want(t, 503, "writes_stopped")
+			probes(503, step.code)
+			continue
+		}
+		ts.do(t, "PUT", "/v1/kv/k", "3", "").want(t, 204, "")
+		probes(200, "")
+	}
 }

@@ -533,7 +533,12 @@ func allowMethods(w http.ResponseWriter, r *http.Request, methods ...string) boo
 	return false
 }
 
-// readyz answers 200 when the database is open and accepts writes.
+// readyz answers 200 when the database is open and accepts writes, and
+// 503 otherwise: closed, writes_stopped (a failed write or fsync stopped
+// them until a restart) or no_space (the last write was refused for lack
+// of space and none has gone through since). Its messages name no file,
+// and it logs nothing: a probe asks often, and the database and the
+// refused writes logged the causes.
 func (s *Server) readyz(w http.ResponseWriter) {
 	tx, err := s.DB.Begin()
 	if err != nil {
@@ -541,8 +546,14 @@ func (s *Server) readyz(w http.ResponseWriter) {
 		return
 	}
 	tx.Rollback()
-	if werr := s.DB.Stats().WriteError; werr != nil {
+	switch werr := s.DB.WriteStatus(); {
+	case werr == nil:
+	case errors.Is(werr, caskade.ErrWritesStopped):
 		writeError(w, http.StatusServiceUnavailable, "writes_stopped", s.errMessage("writes_stopped", werr))
+		return
+	default:
+		writeError(w, http.StatusServiceUnavailable, "no_space",
+			"the disk is full: the last write was refused for lack of space, and none has gone through since")
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
