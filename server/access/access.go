@@ -2,7 +2,8 @@
 // server share: the password and protected mode. caskade serve gives its
 // Redis, memcached and HTTP servers one Settings, so a change made at run
 // time (Redis's CONFIG SET requirepass or protected-mode) applies to all
-// three.
+// three; Update changes both settings in one step, so that no front end
+// sees one changed without the other.
 package access
 
 import "sync/atomic"
@@ -62,6 +63,19 @@ func (s *Settings) SetPassword(password string) {
 // SetProtectedMode turns protected mode on or off.
 func (s *Settings) SetProtectedMode(on bool) {
 	s.update(func(v *values) { v.unprotected = !on })
+}
+
+// Update changes the settings in one step: change gets the password and
+// whether protected mode is on, and changes either or both; a reader sees
+// the settings of before or after, never one changed and not the other.
+// change may run more than once (when another change raced with it), so
+// it must not have other effects, and must not block.
+func (s *Settings) Update(change func(password *string, protectedMode *bool)) {
+	s.update(func(v *values) {
+		prot := !v.unprotected
+		change(&v.password, &prot)
+		v.unprotected = !prot
+	})
 }
 
 func (s *Settings) update(change func(*values)) {

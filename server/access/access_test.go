@@ -32,3 +32,35 @@ func TestSettings(t *testing.T) {
 		t.Fatalf("after concurrent sets: %q %v", pw, prot)
 	}
 }
+
+// TestUpdate checks that Update changes what its function sets, keeps the
+// rest, and publishes nothing before the function returns.
+func TestUpdate(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		change   func(pw *string, prot *bool)
+		wantPW   string
+		wantProt bool
+	}{
+		{"both", func(pw *string, prot *bool) { *pw, *prot = "b", false }, "b", false},
+		{"password", func(pw *string, prot *bool) { *pw = "b" }, "b", true},
+		{"protected mode", func(pw *string, prot *bool) { *prot = false }, "a", false},
+		{"nothing", func(pw *string, prot *bool) {}, "a", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New("a", true)
+			s.Update(func(pw *string, prot *bool) {
+				if *pw != "a" || !*prot {
+					t.Errorf("change got %q %v, want the settings a true", *pw, *prot)
+				}
+				tc.change(pw, prot)
+				if gpw, gprot := s.Get(); gpw != "a" || !gprot {
+					t.Errorf("seen before Update returned: %q %v", gpw, gprot)
+				}
+			})
+			if pw, prot := s.Get(); pw != tc.wantPW || prot != tc.wantProt {
+				t.Fatalf("after Update: %q %v, want %q %v", pw, prot, tc.wantPW, tc.wantProt)
+			}
+		})
+	}
+}
