@@ -407,7 +407,9 @@ func sortedSubs(cmd *command) []*command {
 type configParam struct {
 	name string
 	get  func(s *Server) string
-	set  func(s *Server, v string) string // returns an error text, "" on success
+	// set checks v and applies it to ch, the change a CONFIG SET makes;
+	// it returns an error text, "" on success.
+	set func(ch *configChange, v string) string
 	// immutable parameters refuse CONFIG SET; protected ones (file paths)
 	// too, with Redis's "protected config" error.
 	immutable, protected bool
@@ -480,35 +482,35 @@ func setMem(v string, lo, hi int64, apply func(int64)) string {
 
 var configParams = []configParam{
 	{name: "maxclients", get: func(s *Server) string { return strconv.Itoa(s.cfg.maxClients) },
-		set: func(s *Server, v string) string {
-			return setInt(v, 1, math.MaxUint32, func(n int64) { s.cfg.maxClients = int(n) })
+		set: func(ch *configChange, v string) string {
+			return setInt(v, 1, math.MaxUint32, func(n int64) { ch.maxClients = int(n) })
 		}},
 	{name: "timeout", get: func(s *Server) string { return strconv.FormatInt(int64(s.cfg.idleTimeout/time.Second), 10) },
-		set: func(s *Server, v string) string {
-			return setInt(v, 0, math.MaxInt32, func(n int64) { s.cfg.idleTimeout = time.Duration(n) * time.Second })
+		set: func(ch *configChange, v string) string {
+			return setInt(v, 0, math.MaxInt32, func(n int64) { ch.idleTimeout = time.Duration(n) * time.Second })
 		}},
 	{name: "requirepass", get: func(s *Server) string { return s.cfg.access.Password() },
-		set: func(s *Server, v string) string { s.cfg.access.SetPassword(v); return "" }},
+		set: func(ch *configChange, v string) string { ch.password, ch.passwordSet = v, true; return "" }},
 	{name: "protected-mode", get: func(s *Server) string { return boolText(s.cfg.access.ProtectedMode()) },
-		set: func(s *Server, v string) string {
+		set: func(ch *configChange, v string) string {
 			v, _, _ = strings.Cut(v, "\x00") // a C string, as Redis's yesnotoi reads it
 			switch strings.ToLower(v) {
 			case "yes":
-				s.cfg.access.SetProtectedMode(true)
+				ch.protectedMode, ch.protectedModeSet = true, true
 			case "no":
-				s.cfg.access.SetProtectedMode(false)
+				ch.protectedMode, ch.protectedModeSet = false, true
 			default:
 				return "argument must be 'yes' or 'no'"
 			}
 			return ""
 		}},
 	{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.FormatInt(s.cfg.protoMaxBulkLen, 10) },
-		set: func(s *Server, v string) string {
-			return setMem(v, 1<<20, math.MaxInt64, func(n int64) { s.cfg.protoMaxBulkLen = n })
+		set: func(ch *configChange, v string) string {
+			return setMem(v, 1<<20, math.MaxInt64, func(n int64) { ch.protoMaxBulkLen = n })
 		}},
 	{name: "tracking-table-max-keys", get: func(s *Server) string { return strconv.FormatInt(s.cfg.trackingMaxKeys, 10) },
-		set: func(s *Server, v string) string {
-			return setInt(v, 0, math.MaxInt64, func(n int64) { s.cfg.trackingMaxKeys = n })
+		set: func(ch *configChange, v string) string {
+			return setInt(v, 0, math.MaxInt64, func(n int64) { ch.trackingMaxKeys = n })
 		}},
 	{name: "slowlog-log-slower-than", get: func(s *Server) string {
 		if s.cfg.slowlogSlower < 0 {
@@ -518,24 +520,24 @@ var configParams = []configParam{
 			return strconv.FormatInt(s.cfg.slowlogHuge, 10)
 		}
 		return strconv.FormatInt(s.cfg.slowlogSlower.Microseconds(), 10)
-	}, set: func(s *Server, v string) string {
+	}, set: func(ch *configChange, v string) string {
 		return setInt(v, -1, math.MaxInt64, func(n int64) {
 			switch {
 			case n < 0:
-				s.cfg.slowlogSlower = -1
+				ch.slowlogSlower = -1
 			case n == 0:
-				s.cfg.slowlogSlower = 1 // log everything
+				ch.slowlogSlower = 1 // log everything
 			case n >= math.MaxInt64/int64(time.Microsecond):
 				// Beyond a Duration: never logged; CONFIG GET shows n.
-				s.cfg.slowlogSlower, s.cfg.slowlogHuge = math.MaxInt64, n
+				ch.slowlogSlower, ch.slowlogHuge = math.MaxInt64, n
 			default:
-				s.cfg.slowlogSlower = time.Duration(n) * time.Microsecond
+				ch.slowlogSlower = time.Duration(n) * time.Microsecond
 			}
 		})
 	}},
 	{name: "slowlog-max-len", get: func(s *Server) string { return strconv.Itoa(s.cfg.slowlogMaxLen) },
-		set: func(s *Server, v string) string {
-			return setInt(v, 0, math.MaxInt64, func(n int64) { s.cfg.slowlogMaxLen = int(n) })
+		set: func(ch *configChange, v string) string {
+			return setInt(v, 0, math.MaxInt64, func(n int64) { ch.slowlogMaxLen = int(n) })
 		}},
 	{name: "databases", get: func(s *Server) string { return strconv.Itoa(s.databases) }, immutable: true},
 	{name: "appendonly", get: func(s *Server) string { return "yes" }, immutable: true},
@@ -626,26 +628,31 @@ func cmdConfigSet(c *client, args [][]byte) {
 		}
 		params = append(params, p)
 	}
+	// All or nothing, as seen from every front end: every value is
+	// checked and applied to a copy first, and the copy published once
+	// (the access settings, which the memcached and HTTP front ends read
+	// on every request, in one atomic step).
 	s := c.s
 	s.cfg.mu.Lock()
-	old := make([]string, len(params))
+	ch := configChange{configValues: s.cfg.configValues}
 	for i, p := range params {
-		old[i] = p.get(s)
-	}
-	for i, p := range params {
-		if msg := p.set(s, string(args[2+2*i+1])); msg != "" {
-			for j := range i {
-				params[j].set(s, old[j])
-			}
+		if msg := p.set(&ch, string(args[2+2*i+1])); msg != "" {
 			s.cfg.mu.Unlock()
 			c.replyErr("ERR CONFIG SET failed (possibly related to argument '" + p.name + "') - " + msg)
 			return
 		}
+		if testHookConfigStaged != nil {
+			testHookConfigStaged(p.name)
+		}
 	}
-	s.cfg.publish()
+	s.cfg.apply(&ch)
 	s.cfg.mu.Unlock()
 	c.replyOK()
 }
+
+// testHookConfigStaged, if set, runs when CONFIG SET has checked a
+// parameter and staged its value, before it publishes any.
+var testHookConfigStaged func(param string)
 
 func cmdConfigResetstat(c *client, args [][]byte) {
 	s := c.s

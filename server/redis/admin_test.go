@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/caskade/caskade/server/access"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -88,5 +90,67 @@ func TestSaveRemovesIncompleteBackups(t *testing.T) {
 	if slices.Contains(got, killed) || !slices.Contains(got, complete[0]) || !slices.Contains(got, "backup-mine") ||
 		!slices.Contains(got, "other") || len(got) != 4 {
 		t.Fatalf("backups after the second SAVE: %v (the first: %s)", got, complete[0])
+	}
+}
+
+// TestConfigSetAllOrNothing checks that a CONFIG SET of several
+// parameters changes them all or none, as every front end sees them: the
+// access settings, which the memcached and HTTP front ends read on every
+// request, showed the new password of "CONFIG SET requirepass x
+// maxclients bad" until the bad value rolled it back. The hook runs after
+// each parameter is checked, before any is published.
+func TestConfigSetAllOrNothing(t *testing.T) {
+	type state struct {
+		password   string
+		protected  bool
+		maxClients int
+	}
+	for _, tc := range []struct {
+		args  string
+		want  string // the reply
+		after state  // from {"", true, 100}
+		hooks int    // parameters checked before the reply
+	}{
+		{"requirepass x maxclients bad",
+			"-ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument couldn't be parsed into an integer\r\n",
+			state{"", true, 100}, 1},
+		{"protected-mode no requirepass y timeout -1",
+			"-ERR CONFIG SET failed (possibly related to argument 'timeout') - argument must be between 0 and 2147483647 inclusive\r\n",
+			state{"", true, 100}, 2},
+		{"maxclients 7 requirepass x protected-mode no", "+OK\r\n", state{"x", false, 7}, 3},
+		{"requirepass z", "+OK\r\n", state{"z", true, 100}, 1},
+	} {
+		t.Run(tc.args, func(t *testing.T) {
+			acc := access.New("", true) // shared, as caskade serve shares it
+			var srv *Server
+			var mu sync.Mutex // seen is written on the connection's goroutine
+			var seen []string
+			testHookConfigStaged = func(param string) {
+				// On the connection's goroutine, which holds cfg.mu.
+				mu.Lock()
+				seen = append(seen, param)
+				mu.Unlock()
+				pw, prot := acc.Get()
+				if got := (state{pw, prot, srv.cfg.maxClients}); got != (state{"", true, 100}) {
+					t.Errorf("after %s was checked, the front ends see %+v", param, got)
+				}
+			}
+			t.Cleanup(func() { testHookConfigStaged = nil }) // after the server's cleanup, registered next
+			ts := startServer(t, func(s *Server) { srv, s.Access, s.MaxClients = s, acc, 100 })
+			c := ts.dial()
+			c.do(cmd(append([]string{"CONFIG", "SET"}, strings.Fields(tc.args)...)...), tc.want)
+			mu.Lock()
+			if len(seen) != tc.hooks {
+				t.Errorf("parameters checked: %q, want %d", seen, tc.hooks)
+			}
+			mu.Unlock()
+			pw, prot := acc.Get()
+			srv.cfg.mu.RLock()
+			got := state{pw, prot, srv.cfg.maxClients}
+			srv.cfg.mu.RUnlock()
+			if got != tc.after {
+				t.Fatalf("after: %+v, want %+v", got, tc.after)
+			}
+		})
 	}
 }

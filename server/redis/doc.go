@@ -234,7 +234,10 @@
 // Protected mode (the default): without a password, clients from
 // non-loopback addresses get Redis's DENIED error and are disconnected.
 // CONFIG SET requirepass and protected-mode change them at run time, for
-// every front end that shares Server.Access (caskade serve's three).
+// every front end that shares Server.Access (caskade serve's three). A
+// CONFIG SET of several parameters checks them all before it changes any,
+// and publishes the password and protected mode in one step, so no front
+// end sees a part of it, nor a part of one refused for a bad value.
 // Before authentication, requests are limited as in Redis (10 arguments,
 // 16 KiB per argument, 1 MiB per command); afterwards by
 // proto-max-bulk-len (512 MiB). Other limits: MaxClients, IdleTimeout, the

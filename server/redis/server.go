@@ -160,16 +160,24 @@ type Server struct {
 	writeTimeout time.Duration // 0: the constant writeTimeout (tests shorten it)
 }
 
-// runtimeConfig holds the settings CONFIG SET may change.
+// runtimeConfig holds the settings CONFIG SET may change: the access
+// settings, shared with the other front ends, and the values under mu.
 type runtimeConfig struct {
-	mu          sync.RWMutex
-	access      *access.Settings // requirepass, protected-mode
-	maxClients  int
-	idleTimeout time.Duration
+	mu     sync.RWMutex
+	access *access.Settings // requirepass, protected-mode
+	configValues
 	// Copies read on every command, without the lock.
-	idleAtomic      atomic.Int64 // time.Duration
-	bulkAtomic      atomic.Int64
-	slowAtomic      atomic.Int64 // slowlogSlower
+	idleAtomic     atomic.Int64 // time.Duration
+	bulkAtomic     atomic.Int64
+	slowAtomic     atomic.Int64 // slowlogSlower
+	trackMaxAtomic atomic.Int64 // trackingMaxKeys
+}
+
+// configValues are the settings of this server alone that CONFIG SET may
+// change.
+type configValues struct {
+	maxClients      int
+	idleTimeout     time.Duration
 	slowlogSlower   time.Duration
 	slowlogHuge     int64 // the setting in µs when slowlogSlower is math.MaxInt64
 	slowlogMaxLen   int
@@ -177,7 +185,36 @@ type runtimeConfig struct {
 	// trackingMaxKeys is tracking-table-max-keys (0: no limit), read
 	// lock-free through trackMaxAtomic.
 	trackingMaxKeys int64
-	trackMaxAtomic  atomic.Int64
+}
+
+// configChange is what a CONFIG SET would make of the settings: each of
+// its parameters is checked and applied to a configChange first, and the
+// whole is published only if every one was valid (runtimeConfig.apply),
+// so that no front end sees a part of it.
+type configChange struct {
+	configValues
+	// The access settings, changed if their ...Set is true.
+	password                      string
+	protectedMode                 bool
+	passwordSet, protectedModeSet bool
+}
+
+// apply publishes ch; the caller holds mu for writing. The access
+// settings change in one step, so that the other front ends see the
+// password and protected mode of before or after it, never a mix.
+func (c *runtimeConfig) apply(ch *configChange) {
+	c.configValues = ch.configValues
+	if ch.passwordSet || ch.protectedModeSet {
+		c.access.Update(func(password *string, protectedMode *bool) {
+			if ch.passwordSet {
+				*password = ch.password
+			}
+			if ch.protectedModeSet {
+				*protectedMode = ch.protectedMode
+			}
+		})
+	}
+	c.publish()
 }
 
 type serverStats struct {
