@@ -763,18 +763,20 @@ func (c *client) call(cmd *command, args [][]byte, start time.Time) {
 	c.cur = cmd
 	c.errored = false
 	c.exec(cmd, args, start)
-	// As in Redis, monitors see a command once it has run (so with the
-	// database a SELECT chose, EXEC after the commands it ran, and RESET
-	// of a monitor), and never an administrative one: its arguments may
-	// be secrets (CONFIG SET requirepass).
-	if s.monitors.active() && !cmd.has(fAdmin) {
-		s.monitors.feed(c, args, start)
-	}
 	// start has a monotonic clock reading: time.Since reads that clock
 	// alone, where time.Now reads it and the wall clock (two vDSO calls,
 	// not cheap in a VM).
 	d := time.Since(start)
 	c.ended = start.Add(d)
+	// As in Redis, monitors see a command once it has run (so with the
+	// database a SELECT chose, EXEC after the commands it ran, and RESET
+	// of a monitor), stamped with the time it ended, as Redis's
+	// replicationFeedMonitors reads the clock then; and never an
+	// administrative one: its arguments may be secrets (CONFIG SET
+	// requirepass).
+	if s.monitors.active() && !cmd.has(fAdmin) {
+		s.monitors.feed(c, args, c.ended)
+	}
 	us := d.Microseconds()
 	cmd.calls.Add(1)
 	cmd.usec.Add(us)

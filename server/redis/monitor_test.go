@@ -5,12 +5,15 @@ import (
 	"io"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/caskade/caskade"
+	"github.com/caskade/caskade/vfs"
+	"github.com/caskade/caskade/vfs/errorfs"
 )
 
 // monitorLineRE matches the head of a MONITOR line: its time and the
@@ -186,5 +189,63 @@ func TestMonitorExecRetry(t *testing.T) {
 	}
 	if want := []string{`"MULTI"`, `"INCR" "n"`, `"EXEC"`}; !slices.Equal(got, want) {
 		t.Fatalf("MONITOR saw %q, want %q", got, want)
+	}
+}
+
+// TestMonitorTime checks that a MONITOR line carries the time its
+// command ended, as Redis's replicationFeedMonitors reads the clock after
+// the command ran, not the time it started: for a command, a command
+// queued in MULTI and the EXEC that ran it. A read of the data file
+// (each GET reads its value) notes the time inside the command and lets
+// a microsecond pass, so a line stamped at the start is before it.
+func TestMonitorTime(t *testing.T) {
+	efs := errorfs.New(vfs.OS())
+	db, err := caskade.Open(t.TempDir(), &caskade.Options{FS: efs, MergeInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ts := startServerOn(t, db)
+	m, c := ts.dial(), ts.dial()
+	c.do(cmd("SET", "k", "v"), "+OK\r\n")
+	m.do(cmd("MONITOR"), "+OK\r\n")
+	var inside atomic.Int64 // Unix µs of the first read of a step
+	efs.InjectFunc(errorfs.OpRead, func(string) error {
+		// Wait a microsecond at most, so that the command ends after now.
+		now := time.Now().UnixMicro()
+		for time.Now().UnixMicro() <= now {
+		}
+		inside.CompareAndSwap(0, now)
+		return nil
+	})
+	t.Cleanup(func() { efs.InjectFunc(errorfs.OpRead, nil) })
+	lineRE := regexp.MustCompile(`^\+(\d+)\.(\d{6}) \[\d+ [^\]]*\] (.*)\r\n$`)
+	for _, step := range []struct {
+		send, replies string
+		lines         []string // the commands' lines
+		after         []bool   // whether each ran the read: stamped after it
+	}{
+		{cmd("GET", "k"), "$1\r\nv\r\n", []string{`"GET" "k"`}, []bool{true}},
+		{cmd("MULTI") + cmd("GET", "k") + cmd("EXEC"), "+OK\r\n+QUEUED\r\n*1\r\n$1\r\nv\r\n",
+			[]string{`"MULTI"`, `"GET" "k"`, `"EXEC"`}, []bool{false, true, true}},
+	} {
+		inside.Store(0)
+		c.do(step.send, step.replies)
+		in := inside.Load()
+		if in == 0 {
+			t.Fatalf("%q read no data file: the test needs a read inside the command", step.send)
+		}
+		for i, want := range step.lines {
+			line := m.readLine()
+			sm := lineRE.FindStringSubmatch(line)
+			if sm == nil || sm[3] != want {
+				t.Fatalf("MONITOR line %q, want one for %s", line, want)
+			}
+			sec, _ := strconv.ParseInt(sm[1], 10, 64)
+			us, _ := strconv.ParseInt(sm[2], 10, 64)
+			if at := sec*1e6 + us; step.after[i] && at <= in {
+				t.Errorf("%s: stamped %d µs, not after the read inside it at %d µs: the start, not the end", want, at, in)
+			}
+		}
 	}
 }

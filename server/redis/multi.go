@@ -389,13 +389,15 @@ func (c *client) runQueued(q queued, feed *[]byte) queuedStat {
 		q.cmd.fn(c, q.args)
 	}
 	c.heldErrs = nil
+	d := time.Since(start)
 	if c.s.monitors.active() && !q.cmd.has(fAdmin) {
-		*feed = monitorLine(*feed, c, q.args, start) // after it ran, as call does
+		// After it ran, stamped with when it ended, as call does.
+		*feed = monitorLine(*feed, c, q.args, start.Add(d))
 	}
 	if c.muted() {
 		// After a queued CLIENT REPLY OFF, as in Redis, the replies are
 		// dropped even though EXEC's header counted them.
 		c.out = c.out[:mark]
 	}
-	return queuedStat{cmd: q.cmd, usec: time.Since(start).Microseconds(), failed: c.errored, errs: errs}
+	return queuedStat{cmd: q.cmd, usec: d.Microseconds(), failed: c.errored, errs: errs}
 }
