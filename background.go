@@ -486,3 +486,30 @@ func (db *DB) compactKeys() bool {
 	db.keyCompacts++
 	return true
 }
+
+// refusal is a group write refused for lack of space (DB.refused).
+type refusal struct {
+	err  error
+	need int64 // the bytes it wrote
+}
+
+// refusedCheckPeriod is how often the database looks whether the room a
+// refused write lacked is free again (clearRefusedIfRoom).
+const refusedCheckPeriod = time.Second
+
+// clearRefusedIfRoom forgets the last write refused for lack of space
+// (Stats.WriteRefused, WriteStatus) once the file system has room for it
+// again, so that a server's health checks and PING recover when space is
+// freed, not only when a client next writes (Redis retries its failed
+// append-only file writes each second likewise). A write that still
+// fails refuses again. It always reports true (DB.every).
+func (db *DB) clearRefusedIfRoom() bool {
+	p := db.refused.Load()
+	if p == nil {
+		return true
+	}
+	if free, ok := vfs.FreeSpace(db.fs, db.dir); ok && free >= p.need {
+		db.refused.CompareAndSwap(p, nil)
+	}
+	return true
+}

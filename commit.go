@@ -558,8 +558,7 @@ func (db *DB) runGroup(group []*commitReq) {
 				db.refused.Store(nil)
 			}
 		case errors.Is(err, syscall.ENOSPC) && !errors.Is(err, ErrWritesStopped):
-			refused := err // its own variable: err stays off the heap
-			db.refused.Store(&refused)
+			db.refused.Store(&refusal{err: err, need: int64(len(buf))})
 		}
 	}
 	if err == nil {

@@ -510,6 +510,34 @@ func TestENOSPCRecovers(t *testing.T) {
 	mustMiss(t, db, "big")
 }
 
+// TestENOSPCClearedWhenRoom checks that a refusal for lack of space is
+// forgotten once the file system has room for the refused write again,
+// without a write (so that PING and /readyz recover when space is freed),
+// and not before.
+func TestENOSPCClearedWhenRoom(t *testing.T) {
+	efs := errorfs.New(vfs.NewMem())
+	db := openTest(t, "/db", &Options{FS: efs, ExpiryPeriod: -1})
+	efs.SetSpace(40) // less than the record
+	if err := db.Set([]byte("big"), bytes.Repeat([]byte("x"), 100)); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("set without space: %v", err)
+	}
+	db.clearRefusedIfRoom()
+	if err := db.WriteStatus(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write status with 40 bytes free: %v", err)
+	}
+	efs.SetSpace(1 << 20)
+	db.clearRefusedIfRoom()
+	if err := db.WriteStatus(); err != nil {
+		t.Fatalf("write status with room again: %v", err)
+	}
+	if st := db.Stats(); st.WriteRefused != nil {
+		t.Fatalf("stats with room again: refused %v", st.WriteRefused)
+	}
+	if err := db.Set([]byte("big"), bytes.Repeat([]byte("x"), 100)); err != nil {
+		t.Fatalf("set with room again: %v", err)
+	}
+}
+
 // TestENOSPCNewDataFile checks a full disk met while starting a new data
 // file: the write fails without stopping writes, and it leaves no empty
 // data file behind, which the next open would take for damage once later

@@ -74,9 +74,10 @@ type DB struct {
 	// stopped holds writeErr once it is set, for WriteStatus to read
 	// without cmu.
 	stopped atomic.Pointer[error]
-	// refused is the error of the last group write refused for lack of
-	// space, until a group write succeeds (Stats.WriteRefused).
-	refused atomic.Pointer[error]
+	// refused is the last group write refused for lack of space, until a
+	// group write succeeds or the space it lacked is free
+	// (Stats.WriteRefused, clearRefusedIfRoom).
+	refused atomic.Pointer[refusal]
 
 	// Owned by the commit leader.
 	active     atomic.Pointer[segment.File]
@@ -204,6 +205,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		}
 		db.every(compactCheck, db.compactKeysIfDead)
 		db.every(hintRetryPeriod, db.newHintRetrier(hintRetryPeriod).tick)
+		db.every(refusedCheckPeriod, db.clearRefusedIfRoom)
 	}
 	return db, nil
 }

@@ -55,7 +55,8 @@ type Stats struct {
 	// WriteRefused is the error of the last write refused for lack of
 	// space (errors.Is(err, syscall.ENOSPC)) while no write has succeeded
 	// since: the disk is full, or was when a write last tried. Nil once a
-	// write succeeds.
+	// write succeeds, or once the file system, asked each second, has room
+	// for the refused write again.
 	WriteRefused error
 	// Merge is the progress of a running merge.
 	Merge MergeProgress
@@ -98,15 +99,15 @@ type Stats struct {
 // WriteStatus reports whether the database takes writes now: nil if it
 // does, else the error Stats would report as WriteError (writes stopped,
 // for good) or, if there is none, as WriteRefused (the last write was
-// refused for lack of space and none has succeeded since; the next one
-// may go through). It takes no lock, so a health check or a front end may
+// refused for lack of space and there has been no room for it since; the
+// next one may go through). It takes no lock, so a health check or a front end may
 // call it for every request; it is safe for concurrent use.
 func (db *DB) WriteStatus() error {
 	if p := db.stopped.Load(); p != nil {
 		return *p
 	}
 	if p := db.refused.Load(); p != nil {
-		return *p
+		return p.err
 	}
 	return nil
 }
@@ -119,7 +120,7 @@ func (db *DB) Stats() Stats {
 	db.cmu.Unlock()
 	var refused error
 	if p := db.refused.Load(); p != nil {
-		refused = *p
+		refused = p.err
 	}
 	db.mu.RLock()
 	s := Stats{

@@ -108,12 +108,11 @@
 //	writes_stopped  a failed write or fsync stopped writes until the
 //	                server restarts (caskade.ErrWritesStopped; the log has
 //	                the cause)
-//	no_space        the last write was refused for lack of space and none
-//	                has gone through since (caskade.DB.WriteStatus)
+//	no_space        the last write was refused for lack of space and there
+//	                has been no room for it since (caskade.DB.WriteStatus)
 //
-// no_space ends at the first write that goes through once there is room,
-// from any front end: nothing retries a refused write on its own, so
-// /readyz stays 503 until something writes (a probe does not).
+// no_space ends at the first write that goes through, or within a second
+// of the file system having room for the refused write again.
 //
 // # Errors, limits and security
 //

@@ -48,7 +48,7 @@ func newDBCollector(db *caskade.DB) *dbCollector {
 		snapshots:     d("open_snapshots", "Open snapshots and iterators."),
 		version:       d("commit_version", "Newest committed version."),
 		writesStopped: d("writes_stopped", "1 if an I/O error stopped writes (the database must be reopened), else 0."),
-		writesRefused: d("writes_refused", "1 while the disk is full: the last write was refused for lack of space and none has succeeded since, else 0."),
+		writesRefused: d("writes_refused", "1 while the disk is full: the last write was refused for lack of space and there has been no room for it since, else 0."),
 		recovery:      d("recovery_duration_seconds", "Time Open spent reading data and hint files."),
 		mergeRunning:  d("merge_running", "1 while a merge runs, else 0."),
 		mergeDone:     d("merge_bytes_done", "Input bytes handled so far by the running merge."),

@@ -273,7 +273,7 @@
 //     its aof_* fields the merges, BGREWRITEAOF's and the engine's own
 //     (aof_last_rewrite_time_sec is the last merge's duration,
 //     aof_current_size the data files' size); aof_last_write_status is err
-//     from a write refused for lack of space until a write succeeds, and
+//     from a write refused for lack of space until there is room again, and
 //     for good once writes are stopped.
 //   - A write the storage refuses gets Redis's reply for a failed AOF
 //     write, with the system's reason and no file name: "MISCONF Errors
@@ -288,9 +288,10 @@
 //     While aof_last_write_status is err, PING gets the same MISCONF
 //     error, as Redis answers it while it cannot persist (in RESP2 and
 //     RESP3; queued in MULTI it aborts the EXEC); HELLO, AUTH, INFO and
-//     reads are answered. After a refusal for lack of space that lasts
-//     until a write goes through: nothing retries on its own, so PING
-//     fails until a client writes once there is room.
+//     reads are answered. A refusal for lack of space lasts until a write
+//     goes through or, checked each second, the file system has room for
+//     the refused write again, as Redis retries a failed AOF write each
+//     second.
 //   - INCRBYFLOAT computes, as Redis on x86-64 does, in 80-bit long
 //     double (emulated with math/big), so its results are Redis's to the
 //     byte (except next to the least subnormal value, about 3.6e-4951).
