@@ -93,17 +93,24 @@ func ScanFile(fs vfs.FS, path string, mode ScanMode, lim record.Limits, scratch 
 	if err != nil {
 		return ScanResult{}, 0, err
 	}
-	w := &window{r: f, size: st.Size(), chunk: scanChunk}
+	res, err := ScanReaderAt(f, st.Size(), path, mode, lim, scratch)
+	return res, st.Size(), err
+}
+
+// ScanReaderAt is ScanFile of the data file at path, of size bytes, that r
+// reads.
+func ScanReaderAt(r io.ReaderAt, size int64, path string, mode ScanMode, lim record.Limits, scratch *[]byte) (ScanResult, error) {
+	w := &window{r: r, size: size, chunk: scanChunk}
 	if scratch != nil {
 		w.buf = (*scratch)[:0]
 		defer func() { *scratch = w.buf[:0] }()
 	}
-	res, err := scanData(w, path, mode, lim, nil)
-	return res, w.size, err
+	return scanData(w, path, mode, lim, nil)
 }
 
 // scanData is ScanData of the file behind w; with emit set, committed
-// records go to emit in file order instead of into the result's Hints.
+// records go to emit in file order instead of into the result's Hints,
+// and their keys are valid only until emit returns.
 // An error reading the file is returned as it is; damage is a
 // *CorruptError.
 func scanData(w *window, path string, mode ScanMode, lim record.Limits, emit func(record.Hint)) (ScanResult, error) {
@@ -195,6 +202,8 @@ func scanData(w *window, path string, mode ScanMode, lim record.Limits, emit fun
 				for _, h := range pending {
 					emit(h)
 				}
+				// Their keys are dead now: emit keeps none.
+				w.keys.reset()
 			} else {
 				if len(res.Hints)+len(pending) > cap(res.Hints) {
 					res.Hints = growHints(res.Hints, len(pending), off, size)
@@ -330,54 +339,96 @@ func BuildHints(hints []record.Hint, dataSize int64) []byte {
 // BuildHints of the scan's records.
 func BuildHintsFromData(b []byte, path string, lim record.Limits) ([]byte, error) {
 	var buf bytes.Buffer
-	err := streamHints(&buf, b, path, lim, nil)
+	w := memWindow(b)
+	err := streamHints(&buf, w, w, path, lim, nil)
 	return buf.Bytes(), err
+}
+
+// BuildHintsFromFile is BuildHintsFromData of the sealed data file of size
+// bytes that r reads, without reading it whole into memory (see
+// WriteHintsFromFile). A failed read is returned as it is, never as a
+// *CorruptError.
+func BuildHintsFromFile(r io.ReaderAt, size int64, path string, lim record.Limits) ([]byte, error) {
+	var buf bytes.Buffer
+	seq, rnd := fileWindows(r, size)
+	err := streamHints(&buf, seq, rnd, path, lim, nil)
+	return buf.Bytes(), err
+}
+
+// keyChunk is how many bytes a read of one record's header and key, at
+// a random offset, takes at least (streamHints of a file): a key seldom
+// needs a second read, and records next to it often need none.
+const keyChunk = 512
+
+// fileWindows returns the windows streamHints reads the file of size
+// bytes behind r through: one of scanChunk bytes for the scan and other
+// passes in file order, one of keyChunk bytes for single records.
+func fileWindows(r io.ReaderAt, size int64) (seq, rnd *window) {
+	return &window{r: r, size: size, chunk: scanChunk}, &window{r: r, size: size, chunk: keyChunk}
 }
 
 // streamHints scans a sealed data file and writes its hint file to w,
 // holding 12 bytes per committed record (a 256 MiB file of 140-byte records
-// needs about 23 MiB): its offset and a window of its key (hintSortEntry);
-// keys are read, and entries built, from the data in b, which is normally
-// the file's mapping.
-func streamHints(w io.Writer, b []byte, path string, lim record.Limits, yield func()) error {
+// needs about 23 MiB): its offset and a window of its key (hintSortEntry).
+// It reads the file through seq for the scan and the passes in file
+// order, and through rnd for the records it reads one at a time, in key
+// order; both are normally windows on the file's mapping (memWindow). On
+// a file that is not mapped they read it a chunk at a time (fileWindows),
+// so that memory does not grow with the file's size beyond those 12 bytes
+// a record: the keys are read again from the file to sort them (only the
+// keys that share their first bytes with others) and to write the hints.
+func streamHints(w io.Writer, seq, rnd *window, path string, lim record.Limits, yield func()) error {
 	y := yielder{fn: yield}
-	// The scan: every committed record's offset, and the length of the
-	// prefix that all keys share (the shortest common prefix of a key with
-	// the first one).
+	// The scan: every committed record's offset and the window of its key
+	// past the prefix that all keys share (the shortest common prefix of
+	// a key with the first one). That prefix can only shrink as the scan
+	// goes on: the windows of the records before fresh were taken deeper
+	// than the final prefix, and are taken again below.
 	// Sized for records of about 128 bytes, the common case, so that
 	// appending seldom copies the slice (append grows a large one by a
 	// quarter at a time).
-	ents := make([]hintSortEntry, 0, len(b)/128)
+	ents := make([]hintSortEntry, 0, seq.size/128)
 	var first []byte
-	lcp := -1
-	sr, err := scanData(memWindow(b), path, ScanStrict, lim, func(h record.Hint) {
+	lcp, fresh := -1, 0
+	sr, err := scanData(seq, path, ScanStrict, lim, func(h record.Hint) {
 		y.tick(1)
 		if len(ents) == cap(ents) && h.Offset > 0 {
 			// Smaller records than guessed: grow once, to what the
 			// records so far say the whole file holds (and a little
 			// more), not a quarter at a time, each a copy of it all.
-			est := int(float64(len(ents)) * float64(len(b)) / float64(h.Offset) * 1.05)
+			est := int(float64(len(ents)) * float64(seq.size) / float64(h.Offset) * 1.05)
 			ents = slices.Grow(ents, est-len(ents))
 		}
-		ents = append(ents, hintSortEntry{off: uint32(h.Offset)})
 		switch {
 		case lcp < 0:
-			first, lcp = h.Key, len(h.Key)
+			// h.Key lives only until the scan moves on (ScanFile's keys
+			// are copied into an arena it reuses).
+			first, lcp = bytes.Clone(h.Key), len(h.Key)
 		case lcp > 0:
-			lcp = record.CommonPrefix(first[:lcp], h.Key)
+			if p := record.CommonPrefix(first[:lcp], h.Key); p < lcp {
+				lcp, fresh = p, len(ents)
+			}
 		}
+		e := hintSortEntry{off: uint32(h.Offset)}
+		e.setWindow(h.Key[lcp:])
+		ents = append(ents, e)
 	})
 	if err != nil {
 		return err
 	}
 	lcp = max(lcp, 0)
-	keyAt := func(o uint32) []byte { return record.KeyOf(b[o:]) } // the scan verified them
 	// In file order, so that the keys are read sequentially.
-	for i := range ents {
+	for i := range ents[:fresh] {
 		y.tick(1)
-		ents[i].setWindow(keyAt(ents[i].off)[lcp:])
+		key, err := keyAt(seq, ents[i].off, lim)
+		if err != nil {
+			return err
+		}
+		ents[i].setWindow(key[lcp:])
 	}
-	sortByKey(ents, lcp, keyAt, &y)
+	if err := sortByKey(ents, lcp, func(o uint32) ([]byte, error) { return keyAt(rnd, o, lim) }, &y); err != nil {
+		return err
+	}
 	out := record.AppendHintFileHeader(make([]byte, 0, 64<<10))
 	n := 0
 	for _, e := range ents {
@@ -386,10 +437,9 @@ func streamHints(w io.Writer, b []byte, path string, lim record.Limits, yield fu
 			continue // a later record of the same key wins
 		}
 		o := e.off
-		key := keyAt(o)
-		h, err := record.DecodeHeader(b[o:], lim)
+		h, key, err := headerAt(rnd, o, lim)
 		if err != nil {
-			return &CorruptError{Path: path, Offset: int64(o), Err: err}
+			return err
 		}
 		out = record.AppendHint(out, record.Hint{Kind: h.Kind, Version: h.Version, Expiry: h.Expiry,
 			Offset: int64(o), ValLen: h.ValLen, Key: key})
@@ -404,6 +454,39 @@ func streamHints(w io.Writer, b []byte, path string, lim record.Limits, yield fu
 	out = record.AppendHintTrailer(out, uint64(n), sr.End)
 	_, err = w.Write(out)
 	return err
+}
+
+// keyAt returns the key of the record at o, which a scan verified, through
+// w; it aliases w, and is valid until w's next read.
+func keyAt(w *window, o uint32, lim record.Limits) ([]byte, error) {
+	if w.r == nil {
+		return record.KeyOf(w.buf[o:]), nil
+	}
+	_, key, err := headerAt(w, o, lim)
+	return key, err
+}
+
+// headerAt returns the header and key of the record at o, which a scan
+// verified, through w; the key aliases w, and is valid until w's next read.
+// A record that is no longer there whole (the file changed since the
+// scan) is an error, but not a *CorruptError.
+func headerAt(w *window, o uint32, lim record.Limits) (record.Header, []byte, error) {
+	off := int64(o)
+	b, err := w.at(off, record.HeaderSize)
+	if err != nil {
+		return record.Header{}, nil, err
+	}
+	h, err := record.DecodeHeader(b, lim)
+	if err == nil {
+		kend := record.HeaderSize + int(h.KeyLen)
+		if b, err = w.at(off, kend); err == nil && len(b) == kend {
+			return h, b[record.HeaderSize:kend:kend], nil
+		}
+	}
+	if err == nil || isDamage(err) {
+		err = fmt.Errorf("segment: the file changed since it was scanned: no record at offset %d: %w", off, io.ErrUnexpectedEOF)
+	}
+	return record.Header{}, nil, err
 }
 
 // ReadHints validates the contents b of a hint file that must describe a
@@ -514,11 +597,28 @@ func WriteHints(fs vfs.FS, dir string, id uint32, buf []byte) error {
 // Unless yield is nil, it calls yield every few thousand records, so that
 // a caller in the background can let other goroutines run.
 func WriteHintsFromData(fs vfs.FS, dir string, id uint32, b []byte, path string, lim record.Limits, yield func()) error {
+	w := memWindow(b)
+	return writeStreamedHints(fs, dir, id, w, w, path, lim, yield)
+}
+
+// WriteHintsFromFile is WriteHintsFromData of the sealed data file id, of
+// size bytes, that r reads: for a file that is not mapped. It reads the
+// file a chunk at a time (scanChunk bytes) to scan it, and again to read
+// the keys it sorts and writes (a few hundred bytes at a time, in key
+// order), instead of reading it whole, so that its memory is that of the
+// sort, 12 bytes a record, and not the file's size. A failed read is
+// returned as it is, never as a *CorruptError.
+func WriteHintsFromFile(fs vfs.FS, dir string, id uint32, r io.ReaderAt, size int64, path string, lim record.Limits, yield func()) error {
+	seq, rnd := fileWindows(r, size)
+	return writeStreamedHints(fs, dir, id, seq, rnd, path, lim, yield)
+}
+
+func writeStreamedHints(fs vfs.FS, dir string, id uint32, seq, rnd *window, path string, lim record.Limits, yield func()) error {
 	return writeHintFile(fs, dir, id, func(w io.Writer) error {
 		// streamHints writes 64 KiB at a time; write the file in larger
 		// pieces.
 		bw := bufio.NewWriterSize(w, 1<<20)
-		if err := streamHints(bw, b, path, lim, yield); err != nil {
+		if err := streamHints(bw, seq, rnd, path, lim, yield); err != nil {
 			return err
 		}
 		return bw.Flush()
@@ -618,8 +718,8 @@ func (x hintSortEntry) sameWindow(y hintSortEntry) bool { return x.hi == y.hi &&
 // each run of equal windows again by the keys' next window (a most
 // significant digit radix sort with 7-byte digits), so each key is read
 // from the file once per 7 bytes that it shares with another, instead of
-// at every comparison.
-func sortByKey(ents []hintSortEntry, depth int, keyAt func(uint32) []byte, y *yielder) {
+// at every comparison. It returns keyAt's first error.
+func sortByKey(ents []hintSortEntry, depth int, keyAt func(uint32) ([]byte, error), y *yielder) error {
 	sortByWindow(ents, 0, y)
 	for i := 0; i < len(ents); {
 		j := i + 1
@@ -634,12 +734,19 @@ func sortByKey(ents []hintSortEntry, depth int, keyAt func(uint32) []byte, y *yi
 			}
 		default:
 			for k := i; k < j; k++ {
-				ents[k].setWindow(keyAt(ents[k].off)[depth+7:])
+				key, err := keyAt(ents[k].off)
+				if err != nil {
+					return err
+				}
+				ents[k].setWindow(key[depth+7:])
 			}
-			sortByKey(ents[i:j], depth+7, keyAt, y)
+			if err := sortByKey(ents[i:j], depth+7, keyAt, y); err != nil {
+				return err
+			}
 		}
 		i = j
 	}
+	return nil
 }
 
 // compareEntries orders entries by window, then by offset.

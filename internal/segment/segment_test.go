@@ -2,6 +2,7 @@ package segment
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -167,6 +168,16 @@ func TestBuildHintsFromData(t *testing.T) {
 			return k
 		},
 	}
+	// Keys that share a long prefix until late in the file, so that the
+	// prefix the sort skips shrinks after thousands of records.
+	late := 0
+	shapes["late"] = func(r *rand.Rand) []byte {
+		late++
+		if late > 4000 && r.IntN(4) == 0 {
+			return fmt.Appendf(nil, "tenant/4/%03d", r.IntN(40))
+		}
+		return fmt.Appendf(nil, "tenant/42/%03d", r.IntN(40))
+	}
 	for name, key := range shapes {
 		t.Run(name, func(t *testing.T) { testBuildHintsFromData(t, key) })
 	}
@@ -212,10 +223,59 @@ func testBuildHintsFromData(t *testing.T, key func(r *rand.Rand) []byte) {
 	if min := 3 * len(sr.Hints) / yieldEvery; yields < min {
 		t.Fatalf("yield called %d times for %d records, want at least %d", yields, len(sr.Hints), min)
 	}
+	// Read from a file that is not mapped, a chunk at a time (chunks
+	// smaller than a record too), the hints are the same.
+	for _, chunk := range []int{40, 1000, 64 << 10, len(b) + 1} {
+		withScanChunk(t, chunk)
+		got, err := BuildHintsFromFile(bytes.NewReader(b), int64(len(b)), "f", record.Limits{})
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("chunk %d: BuildHintsFromFile differs (%d vs %d bytes): %v", chunk, len(got), len(want), err)
+		}
+		fs.Remove("/" + HintName(1))
+		if err := WriteHintsFromFile(fs, "/", 1, bytes.NewReader(b), int64(len(b)), "f", record.Limits{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if written, err := ReadAll(fs, "/"+HintName(1)); err != nil || !bytes.Equal(written, want) {
+			t.Fatalf("chunk %d: WriteHintsFromFile differs (%d vs %d bytes): %v", chunk, len(written), len(want), err)
+		}
+	}
+	// A read that fails is returned as itself, not taken for damage, in
+	// the scan and in the reads of keys after it.
+	for _, at := range []int64{int64(len(b)) / 2, int64(len(b)) + 1} {
+		r := &failingReader{b: b, failAfter: at}
+		_, err := BuildHintsFromFile(r, int64(len(b)), "f", record.Limits{})
+		var ce *CorruptError
+		if !errors.Is(err, errReadFailed) || errors.As(err, &ce) {
+			t.Fatalf("read failing after %d bytes read: %v, want errReadFailed and no *CorruptError", at, err)
+		}
+	}
 	b[len(b)/2] ^= 1
 	if _, err := BuildHintsFromData(b, "f", record.Limits{}); err == nil {
 		t.Fatal("damage not reported")
 	}
+	var ce *CorruptError
+	if _, err := BuildHintsFromFile(bytes.NewReader(b), int64(len(b)), "f", record.Limits{}); !errors.As(err, &ce) {
+		t.Fatalf("damage read from a file: %v, want a *CorruptError", err)
+	}
+}
+
+var errReadFailed = errors.New("read failed")
+
+// failingReader reads b until it has read failAfter bytes in all, then
+// fails every read.
+type failingReader struct {
+	b         []byte
+	failAfter int64
+	read      int64
+}
+
+func (r *failingReader) ReadAt(p []byte, off int64) (int, error) {
+	if r.read+int64(len(p)) > r.failAfter {
+		return 0, errReadFailed
+	}
+	n, err := bytes.NewReader(r.b).ReadAt(p, off)
+	r.read += int64(n)
+	return n, err
 }
 
 // BenchmarkBuildHintsFromData builds the hint file of a data file of 1M

@@ -3,6 +3,8 @@ package segment
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
+	"io"
 
 	"github.com/caskade/caskade/internal/pario"
 	"github.com/caskade/caskade/internal/record"
@@ -56,11 +58,39 @@ func (w *window) at(off int64, n int) ([]byte, error) {
 	}
 	w.buf = w.buf[:want]
 	w.base = off
-	if err := pario.ReadInto(context.Background(), w.r, w.buf[keep:], off+int64(keep), pario.Options{ChunkSize: 1 << 20}); err != nil {
+	if err := w.read(w.buf[keep:], off+int64(keep)); err != nil {
 		w.buf, w.base = w.buf[:0], 0
 		return nil, err
 	}
 	return w.buf[:end-off], nil
+}
+
+// readChunk is the size of the pieces a window reads in parallel (pario);
+// a read of at most one piece is a plain ReadAt, which spares the many
+// small reads of a record's key (streamHints) pario's setup.
+const readChunk = 1 << 20
+
+// read fills p with the file's bytes from off.
+func (w *window) read(p []byte, off int64) error {
+	if len(p) > readChunk {
+		return pario.ReadInto(context.Background(), w.r, p, off, pario.Options{ChunkSize: readChunk})
+	}
+	for len(p) > 0 {
+		n, err := w.r.ReadAt(p, off)
+		p, off = p[n:], off+int64(n)
+		switch {
+		case len(p) == 0:
+			return nil // io.ReaderAt allows io.EOF with a full read
+		case err == io.EOF:
+			err = io.ErrUnexpectedEOF
+		case err == nil && n == 0:
+			err = io.ErrNoProgress
+		}
+		if err != nil {
+			return fmt.Errorf("segment: read at offset %d: %w", off, err)
+		}
+	}
+	return nil
 }
 
 // rest returns the bytes the window holds from off, which it must hold.
@@ -146,6 +176,10 @@ func (w *window) allZero(from, to int64) (bool, error) {
 type keyArena struct{ cur []byte }
 
 const arenaBlock = 64 << 10
+
+// reset lets the arena reuse its current block: the keys copied so far are
+// no longer used.
+func (a *keyArena) reset() { a.cur = a.cur[:0] }
 
 func (a *keyArena) copy(k []byte) []byte {
 	if len(k) > cap(a.cur)-len(a.cur) {
