@@ -67,17 +67,19 @@ func (db *DB) writeHint(id uint32) error {
 	db.mu.RLock()
 	f := db.fset.acquireFile(id)
 	db.mu.RUnlock()
-	var b []byte
+	// Without one, read it a chunk at a time (WriteHintsFromFile).
 	var err error
 	if f != nil {
 		defer f.Release()
-		b = f.Mapped()
 	}
-	if b == nil {
-		b, err = segment.ReadAll(db.fs, path)
-	}
-	if err == nil {
-		err = segment.WriteHintsFromData(db.fs, db.dir, id, b, path, db.lim, newCourtesy().pause)
+	yield := newCourtesy().pause
+	switch {
+	case f != nil && f.Mapped() != nil:
+		err = segment.WriteHintsFromData(db.fs, db.dir, id, f.Mapped(), path, db.lim, yield)
+	case f != nil:
+		err = segment.WriteHintsFromFile(db.fs, db.dir, id, f, f.Size(), path, db.lim, yield)
+	default:
+		err = db.writeHintFromPath(id, path, yield)
 	}
 	var damaged *segment.CorruptError
 	switch {
@@ -95,6 +97,21 @@ func (db *DB) writeHint(id uint32) error {
 	}
 	db.hintDone(id)
 	return nil
+}
+
+// writeHintFromPath writes the hint file of the sealed data file id at
+// path, which it opens: for a file the file set does not hold.
+func (db *DB) writeHintFromPath(id uint32, path string, yield func()) error {
+	f, err := db.fs.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return segment.WriteHintsFromFile(db.fs, db.dir, id, f, st.Size(), path, db.lim, yield)
 }
 
 // retryHintsAtClose writes the hint files that failed and wait for

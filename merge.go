@@ -392,28 +392,44 @@ func (db *DB) inputHints(id uint32, f *segment.File) ([]byte, error) {
 		// only time.
 		db.opts.Logger.Warn("caskade: merge ignoring hint file, scanning the data file", "hint", hintPath, "err", err)
 	}
+	// Through the file's mapping where there is one; else a chunk at a
+	// time, rather than reading a copy of the file (up to MaxFileSize)
+	// into the heap.
 	data := f.Mapped()
-	if data == nil {
-		data = make([]byte, f.Size())
-		if _, err := f.ReadAt(data, 0); err != nil {
-			return nil, fmt.Errorf("read %s: %w", f.Path, err)
-		}
-	}
 	if db.opts.Salvage {
 		// A file the salvage found damaged has no hint file; the records
 		// of its damaged ranges are lost already, and so are their
 		// tombstones.
-		sr, err := segment.ScanData(data, f.Path, segment.ScanSalvage, db.lim)
+		var sr segment.ScanResult
+		if data != nil {
+			sr, err = segment.ScanData(data, f.Path, segment.ScanSalvage, db.lim)
+		} else {
+			sr, err = segment.ScanReaderAt(f, f.Size(), f.Path, segment.ScanSalvage, db.lim, nil)
+		}
 		if err != nil {
-			return nil, corruption(err)
+			return nil, inputError(f, err)
 		}
 		return segment.BuildHints(sr.Hints, f.Size()), nil
 	}
-	b, err = segment.BuildHintsFromData(data, f.Path, db.lim)
+	if data != nil {
+		b, err = segment.BuildHintsFromData(data, f.Path, db.lim)
+	} else {
+		b, err = segment.BuildHintsFromFile(f, f.Size(), f.Path, db.lim)
+	}
 	if err != nil {
-		return nil, corruption(err)
+		return nil, inputError(f, err)
 	}
 	return b, nil
+}
+
+// inputError is the error of a scan of merge input f: its damage, or a
+// failed read.
+func inputError(f *segment.File, err error) error {
+	var ce *segment.CorruptError
+	if errors.As(err, &ce) {
+		return corruption(err)
+	}
+	return fmt.Errorf("read %s: %w", f.Path, err)
 }
 
 // keepNewestVersion writes a tombstone carrying the newest version of the

@@ -1,6 +1,7 @@
 package caskade
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -12,15 +13,17 @@ import (
 	"github.com/caskade/caskade/vfs"
 )
 
-// TestOpenScanMemory opens a database whose data files have no hint files,
-// so that Open scans them, and checks that it allocates well under the
-// size of one data file: the scan reads a file a chunk at a time, instead
-// of whole into a buffer per recovery worker, which made Open's peak
-// memory the workers times the file size (256 MiB files by default).
-func TestOpenScanMemory(t *testing.T) {
-	const fileSize, files = 12 << 20, 2
-	// The data files, written directly (through the write path, under
-	// -race, they took seconds): committed records of 8 KiB values.
+// scanMemFileSize is the size of the data files of the tests below that
+// measure what scanning them allocates.
+const scanMemFileSize = 12 << 20
+
+// writeScanMemFiles writes data files 1 to files, of scanMemFileSize bytes
+// each, to /db of a new memory file system (whose files are never
+// mapped), without hint files; directly, since through the write path,
+// under -race, they took seconds. It returns the file system and the keys,
+// key000001 on, of the files' committed records of 8 KiB values.
+func writeScanMemFiles(t *testing.T, files uint32) (vfs.FS, int, []byte) {
+	t.Helper()
 	fs := vfs.NewMem()
 	if err := fs.MkdirAll("/db", 0o755); err != nil {
 		t.Fatal(err)
@@ -28,9 +31,9 @@ func TestOpenScanMemory(t *testing.T) {
 	val := []byte(strings.Repeat("v", 8<<10))
 	n := 0
 	for id := uint32(1); id <= files; id++ {
-		b := make([]byte, 0, fileSize+len(val)+64)
+		b := make([]byte, 0, scanMemFileSize+len(val)+64)
 		b = record.AppendFileHeader(b)
-		for len(b) < fileSize {
+		for len(b) < scanMemFileSize {
 			n++
 			b = record.AppendRecord(b, record.KindPut, true, uint64(n), 0, 0, fmt.Appendf(nil, "key%06d", n), val)
 		}
@@ -43,13 +46,33 @@ func TestOpenScanMemory(t *testing.T) {
 		}
 		f.Close()
 	}
+	return fs, n, val
+}
 
+// allocated returns the bytes that f allocated.
+func allocated(f func()) uint64 {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	db, err := Open("/db", &Options{FS: fs, Sync: SyncNone, ExpiryPeriod: -1, MergeInterval: -1,
-		MaxFileSize: fileSize, RecoveryWorkers: 2})
+	f()
 	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestOpenScanMemory opens a database whose data files have no hint files,
+// so that Open scans them, and checks that it allocates well under the
+// size of one data file: the scan reads a file a chunk at a time, instead
+// of whole into a buffer per recovery worker, which made Open's peak
+// memory the workers times the file size (256 MiB files by default).
+func TestOpenScanMemory(t *testing.T) {
+	const files = 2
+	fs, n, val := writeScanMemFiles(t, files)
+	var db *DB
+	var err error
+	alloc := allocated(func() {
+		db, err = Open("/db", &Options{FS: fs, Sync: SyncNone, ExpiryPeriod: -1, MergeInterval: -1,
+			MaxFileSize: scanMemFileSize, RecoveryWorkers: 2})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +84,75 @@ func TestOpenScanMemory(t *testing.T) {
 	if got, err := db.Get(fmt.Appendf(nil, "key%06d", n)); err != nil || len(got) != len(val) {
 		t.Fatalf("last key: %d bytes, %v", len(got), err)
 	}
-	alloc := after.TotalAlloc - before.TotalAlloc
-	t.Logf("Open scanned %d files of %d bytes (%d keys) allocating %d bytes", files, fileSize, n, alloc)
-	if alloc >= fileSize {
-		t.Fatalf("Open allocated %d bytes to scan files of %d bytes, want well under one file", alloc, fileSize)
+	t.Logf("Open scanned %d files of %d bytes (%d keys) allocating %d bytes", files, scanMemFileSize, n, alloc)
+	if alloc >= scanMemFileSize {
+		t.Fatalf("Open allocated %d bytes to scan files of %d bytes, want well under one file", alloc, scanMemFileSize)
+	}
+}
+
+// openScanMemFiles opens the database of writeScanMemFiles (which writes
+// the hint files, as Open does for files it scans) and returns it with
+// the hint file of data file 1, which it removes.
+func openScanMemFiles(t *testing.T, files uint32) (*DB, []byte) {
+	t.Helper()
+	fs, _, _ := writeScanMemFiles(t, files)
+	db, err := Open("/db", &Options{FS: fs, Sync: SyncNone, ExpiryPeriod: -1, MergeInterval: -1,
+		MaxFileSize: scanMemFileSize, RecoveryWorkers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	hintPath := filepath.Join("/db", segment.HintName(1))
+	want, err := segment.ReadAll(fs, hintPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Remove(hintPath); err != nil {
+		t.Fatal(err)
+	}
+	return db, want
+}
+
+// The background hint writer reads a data file that is not mapped a
+// chunk at a time, not whole into memory (data files are up to 256 MiB).
+func TestHintWriterScanMemory(t *testing.T) {
+	db, want := openScanMemFiles(t, 2)
+	var err error
+	alloc := allocated(func() { err = db.writeHint(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := segment.ReadAll(db.fs, filepath.Join("/db", segment.HintName(1)))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("hint file written: %d bytes (%v), want the %d Open wrote", len(got), err, len(want))
+	}
+	t.Logf("the hint writer scanned a file of %d bytes allocating %d bytes", scanMemFileSize, alloc)
+	if alloc >= scanMemFileSize*3/4 {
+		t.Fatalf("the hint writer allocated %d bytes for a file of %d bytes, want well under the file", alloc, scanMemFileSize)
+	}
+}
+
+// A merge of some sealed files reads the hints of each input (to carry
+// its tombstones), and scans an input without a hint file that is not
+// mapped a chunk at a time, not whole into memory.
+func TestMergeInputScanMemory(t *testing.T) {
+	for _, salvage := range []bool{false, true} {
+		t.Run(fmt.Sprintf("salvage=%v", salvage), func(t *testing.T) {
+			db, want := openScanMemFiles(t, 2)
+			db.opts.Salvage = salvage
+			db.mu.RLock()
+			f := db.fset.files[1]
+			db.mu.RUnlock()
+			var got []byte
+			var err error
+			alloc := allocated(func() { got, err = db.inputHints(1, f) })
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("input's hints: %d bytes (%v), want the %d Open wrote", len(got), err, len(want))
+			}
+			t.Logf("merge scanned an input of %d bytes allocating %d bytes", scanMemFileSize, alloc)
+			if alloc >= scanMemFileSize*3/4 {
+				t.Fatalf("merge allocated %d bytes for an input of %d bytes, want well under the file", alloc, scanMemFileSize)
+			}
+		})
 	}
 }
