@@ -58,8 +58,9 @@ type CheckOptions struct {
 	// Progress, if set, is told how far the check has come: done of total
 	// bytes, where total is the size of the data files (CheckReport.Bytes,
 	// once it is done). It is called with done 0 once the files are
-	// listed, then after each data file is checked. It is never called concurrently, done never
-	// goes back, and it reaches total when the check succeeds.
+	// listed, then as each data file is read, a chunk (4 MiB) at a time.
+	// It is never called concurrently, done never goes back, and it
+	// reaches total when the check succeeds.
 	Progress func(done, total int64)
 }
 
@@ -114,28 +115,34 @@ func Check(ctx context.Context, dir string, opts *CheckOptions) (CheckReport, er
 		pm = newMeter(co.Progress, total, 1)
 	}
 	newest := newestWriterFile(o.FS, dir, ids)
-	var checked int64 // bytes of the data file checked last, to report
 	// One chunk buffer for every data file (segment.ScanFile reads a file
 	// a chunk at a time): nothing in the report aliases it.
 	var scratch []byte
 	for i, id := range ids {
-		pm.add(checked)
-		checked = 0
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
 		path := filepath.Join(dir, segment.DataName(id))
-		sr, size, err := segment.ScanFile(o.FS, path, segment.ScanSalvage, lim, &scratch)
+		// The meter hears of each chunk as the scan reads it, so that a
+		// large file moves the progress along as it is checked.
+		var read int64 // of the file, told to the meter
+		sr, size, err := segment.ScanFile(o.FS, path, segment.ScanSalvage, lim, &scratch, func(n int64) {
+			read += n
+			pm.add(n)
+		})
 		var ce *segment.CorruptError
 		if err != nil && !errors.As(err, &ce) {
 			return rep, fmt.Errorf("caskade: check: %w", err)
 		}
 		rep.Files++
 		rep.Bytes += size
-		if pm != nil && size != sizes[i] {
-			pm.resize(size - sizes[i])
+		if pm != nil {
+			if size != sizes[i] {
+				pm.resize(size - sizes[i])
+			}
+			// A damaged file's scan may stop short of its end.
+			pm.add(size - read)
 		}
-		checked = size // reported when the file is done
 		if size < record.FileHeaderSize {
 			// The newest file is left without a whole header when the
 			// process dies as it creates it (the next open removes it);
@@ -210,7 +217,6 @@ func Check(ctx context.Context, dir string, opts *CheckOptions) (CheckReport, er
 			rep.TrustedBadHints = append(rep.TrustedBadHints, hintPath)
 		}
 	}
-	pm.add(checked)
 	return rep, nil
 }
 

@@ -382,7 +382,7 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool, scratch *[]byte) file
 	case newest:
 		mode = segment.ScanTail
 	}
-	sr, size, err := segment.ScanFile(db.fs, dataPath, mode, db.lim, scratch)
+	sr, size, err := segment.ScanFile(db.fs, dataPath, mode, db.lim, scratch, nil)
 	if err != nil {
 		var ce *segment.CorruptError
 		if errors.As(err, &ce) {

@@ -404,7 +404,7 @@ func (db *DB) inputHints(id uint32, f *segment.File) ([]byte, error) {
 		if data != nil {
 			sr, err = segment.ScanData(data, f.Path, segment.ScanSalvage, db.lim)
 		} else {
-			sr, err = segment.ScanReaderAt(f, f.Size(), f.Path, segment.ScanSalvage, db.lim, nil)
+			sr, err = segment.ScanReaderAt(f, f.Size(), f.Path, segment.ScanSalvage, db.lim, nil, nil)
 		}
 		if err != nil {
 			return nil, inputError(f, err)

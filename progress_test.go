@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+
+	"github.com/caskade/caskade/internal/segment"
 )
 
 // progressLog records the calls of a Progress callback and fails the test
@@ -124,4 +126,44 @@ func TestNilMeterDoesNothing(t *testing.T) {
 	}
 	m.add(5)
 	m.resize(3)
+}
+
+// Check moves its progress along as it reads a large data file, a chunk
+// at a time, not only once the file is done: checking a 256 MiB file takes
+// seconds.
+func TestCheckProgressPerChunk(t *testing.T) {
+	const files = 2
+	fs, _, _ := writeScanMemFiles(t, files)
+	var ends []int64 // where each file's bytes end in the count
+	var total int64
+	for id := uint32(1); id <= files; id++ {
+		fi, err := fs.Stat(filepath.Join("/db", segment.DataName(id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += fi.Size()
+		ends = append(ends, total)
+	}
+	cp := &progressLog{t: t}
+	rep, err := Check(context.Background(), "/db", &CheckOptions{FS: fs, Progress: cp.fn})
+	if err != nil || !rep.OK() {
+		t.Fatalf("check: %+v, %v", rep, err)
+	}
+	cp.ended("check", total, files+1)
+	// Each file is more than two 4 MiB chunks: at least two calls fall
+	// inside it.
+	start := int64(0)
+	for i, end := range ends {
+		inside := 0
+		for _, d := range cp.dones {
+			if d > start && d < end {
+				inside++
+			}
+		}
+		if inside < 2 {
+			t.Errorf("file %d (bytes %d to %d of the count): %d Progress calls inside it, want at least 2; calls: %v",
+				i+1, start, end, inside, cp.dones)
+		}
+		start = end
+	}
 }

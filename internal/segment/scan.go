@@ -81,9 +81,12 @@ func ScanData(b []byte, path string, mode ScanMode, lim record.Limits) (ScanResu
 // reading it whole: the scan needs memory for its result, not for the
 // file. The keys of the result's Hints are its own, not *scratch's. It
 // also returns the file's size. A file cut short while it is read, and a
-// failed read, are errors that are not a *CorruptError. Not safe for
-// concurrent use with the same scratch.
-func ScanFile(fs vfs.FS, path string, mode ScanMode, lim record.Limits, scratch *[]byte) (ScanResult, int64, error) {
+// failed read, are errors that are not a *CorruptError. Unless progress
+// is nil, it is called, from the calling goroutine, as the scan reads on:
+// with the number of bytes read past the furthest point read before, a
+// chunk or so at a time; the calls of a scan that returns no error add up
+// to the file's size. Not safe for concurrent use with the same scratch.
+func ScanFile(fs vfs.FS, path string, mode ScanMode, lim record.Limits, scratch *[]byte, progress func(n int64)) (ScanResult, int64, error) {
 	f, err := fs.Open(path)
 	if err != nil {
 		return ScanResult{}, 0, err
@@ -93,19 +96,23 @@ func ScanFile(fs vfs.FS, path string, mode ScanMode, lim record.Limits, scratch 
 	if err != nil {
 		return ScanResult{}, 0, err
 	}
-	res, err := ScanReaderAt(f, st.Size(), path, mode, lim, scratch)
+	res, err := ScanReaderAt(f, st.Size(), path, mode, lim, scratch, progress)
 	return res, st.Size(), err
 }
 
 // ScanReaderAt is ScanFile of the data file at path, of size bytes, that r
 // reads.
-func ScanReaderAt(r io.ReaderAt, size int64, path string, mode ScanMode, lim record.Limits, scratch *[]byte) (ScanResult, error) {
-	w := &window{r: r, size: size, chunk: scanChunk}
+func ScanReaderAt(r io.ReaderAt, size int64, path string, mode ScanMode, lim record.Limits, scratch *[]byte, progress func(n int64)) (ScanResult, error) {
+	w := &window{r: r, size: size, chunk: scanChunk, progress: progress}
 	if scratch != nil {
 		w.buf = (*scratch)[:0]
 		defer func() { *scratch = w.buf[:0] }()
 	}
-	return scanData(w, path, mode, lim, nil)
+	res, err := scanData(w, path, mode, lim, nil)
+	if err == nil {
+		w.moved(size) // bytes the scan had no need to read
+	}
+	return res, err
 }
 
 // scanData is ScanData of the file behind w; with emit set, committed

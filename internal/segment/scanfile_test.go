@@ -134,7 +134,7 @@ func TestScanFileChunks(t *testing.T) {
 			var scratch []byte
 			for _, chunk := range []int{50, 700, 5000, 1 << 20} {
 				withScanChunk(t, chunk)
-				got := report(ScanFile(fs, path, mode, record.Limits{}, &scratch))
+				got := report(ScanFile(fs, path, mode, record.Limits{}, &scratch, nil))
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("%s, mode %d, chunk %d:\n got %+v\nwant %+v", name, mode, chunk, got, want)
 				}
@@ -169,7 +169,7 @@ func TestScanFileLargeRecord(t *testing.T) {
 	}
 	write(b)
 	var scratch []byte
-	res, size, err := ScanFile(fs, "/f", ScanStrict, record.Limits{}, &scratch)
+	res, size, err := ScanFile(fs, "/f", ScanStrict, record.Limits{}, &scratch, nil)
 	if err != nil || size != int64(len(b)) || len(res.Hints) != 3 || string(res.Hints[1].Key) != "big" ||
 		res.Hints[1].ValLen != uint32(len(big)) || string(res.Hints[2].Key) != "after" {
 		t.Fatalf("intact: %+v, %d bytes, %v", res.Hints, size, err)
@@ -180,10 +180,59 @@ func TestScanFileLargeRecord(t *testing.T) {
 	img := bytes.Clone(b)
 	img[start+record.HeaderSize+3+50000] ^= 1
 	write(img)
-	_, _, err = ScanFile(fs, "/f", ScanStrict, record.Limits{}, &scratch)
+	_, _, err = ScanFile(fs, "/f", ScanStrict, record.Limits{}, &scratch, nil)
 	var ce *CorruptError
 	if !errors.As(err, &ce) || ce.Offset != start || !errors.Is(err, record.ErrCorrupt) {
 		t.Fatalf("flipped bit in a large value: %v, want damage at %d", err, start)
+	}
+}
+
+// ScanFile tells its progress function of the bytes it reads as it goes, a
+// chunk or so at a time, each byte once, adding up to the file's size:
+// for intact, damaged and torn files, in every mode, and for files with
+// records larger than a chunk.
+func TestScanFileProgress(t *testing.T) {
+	const chunk = 1000
+	withScanChunk(t, chunk)
+	r := rand.New(rand.NewPCG(7, 8))
+	intact := randomDataFile(r, 50000, 3000)
+	flipped := bytes.Clone(intact)
+	flipped[len(flipped)/3] ^= 1
+	torn := intact[:len(intact)-100]
+	padded := append(bytes.Clone(intact), make([]byte, 5000)...)
+	files := []struct {
+		name string
+		b    []byte
+	}{{"intact", intact}, {"flipped", flipped}, {"torn", torn}, {"padded", padded}}
+	for _, file := range files {
+		fs := vfs.NewMem()
+		f, _ := fs.Create("/f")
+		f.WriteAt(file.b, 0)
+		f.Close()
+		for _, mode := range []ScanMode{ScanStrict, ScanTail, ScanSalvage} {
+			var calls []int64
+			var sum int64
+			_, size, err := ScanFile(fs, "/f", mode, record.Limits{}, nil, func(n int64) {
+				if n <= 0 {
+					t.Errorf("%s, mode %d: progress told of %d bytes", file.name, mode, n)
+				}
+				sum += n
+				calls = append(calls, n)
+			})
+			if sum > size {
+				t.Errorf("%s, mode %d: progress told of %d bytes of a file of %d", file.name, mode, sum, size)
+			}
+			if err != nil {
+				continue // the rest of the file is not read
+			}
+			if sum != size {
+				t.Errorf("%s, mode %d: progress told of %d bytes of a file of %d", file.name, mode, sum, size)
+			}
+			if min := int(size / (4 * chunk)); len(calls) < min {
+				t.Errorf("%s, mode %d: %d progress calls for %d bytes in chunks of %d, want at least %d",
+					file.name, mode, len(calls), size, chunk, min)
+			}
+		}
 	}
 }
 
@@ -201,7 +250,7 @@ func TestScanFileReadError(t *testing.T) {
 	fs := errorfs.New(mem)
 	for _, mode := range []ScanMode{ScanStrict, ScanTail, ScanSalvage} {
 		fs.InjectAfter(errorfs.OpRead, 3, eio) // the fourth chunk
-		_, _, err := ScanFile(fs, "/f", mode, record.Limits{}, nil)
+		_, _, err := ScanFile(fs, "/f", mode, record.Limits{}, nil, nil)
 		var ce *CorruptError
 		if !errors.Is(err, eio) || errors.As(err, &ce) {
 			t.Fatalf("mode %d: %v, want the read error", mode, err)
@@ -234,7 +283,7 @@ func FuzzScanFile(f *testing.F) {
 		for _, mode := range []ScanMode{ScanStrict, ScanTail, ScanSalvage} {
 			res, err := ScanData(img, "/f", mode, record.Limits{MaxKey: 1 << 20})
 			want := report(res, int64(len(img)), err)
-			got := report(ScanFile(fs, "/f", mode, record.Limits{MaxKey: 1 << 20}, nil))
+			got := report(ScanFile(fs, "/f", mode, record.Limits{MaxKey: 1 << 20}, nil, nil))
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("mode %d, chunk %d:\n got %+v\nwant %+v", mode, scanChunk, got, want)
 			}

@@ -25,6 +25,10 @@ type window struct {
 	base  int64
 	chunk int
 	keys  keyArena // copies of keys that outlive the window (r != nil)
+	// progress, if set, is told of the bytes past seen, the end of
+	// the furthest bytes read, as the window reads them.
+	progress func(n int64)
+	seen     int64
 }
 
 // memWindow is a window on b, which holds the whole file.
@@ -62,7 +66,19 @@ func (w *window) at(off int64, n int) ([]byte, error) {
 		w.buf, w.base = w.buf[:0], 0
 		return nil, err
 	}
+	w.moved(off + want)
 	return w.buf[:end-off], nil
+}
+
+// moved tells the window's progress function that the file's bytes up
+// to end have been read.
+func (w *window) moved(end int64) {
+	if end > w.seen {
+		if w.progress != nil {
+			w.progress(end - w.seen)
+		}
+		w.seen = end
+	}
 }
 
 // readChunk is the size of the pieces a window reads in parallel (pario);
