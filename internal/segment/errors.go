@@ -21,3 +21,7 @@ func (e *CorruptError) Error() string {
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
+
+// ErrFileTooLarge means a data file is larger than any data file may be
+// (4 GiB: the key directory's offsets are 32-bit).
+var ErrFileTooLarge = errors.New("segment: data file larger than 4 GiB")

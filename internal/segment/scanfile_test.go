@@ -5,9 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -16,7 +18,7 @@ import (
 	"github.com/caskade/caskade/vfs/errorfs"
 )
 
-var scanSeed = flag.Uint64("scanseed", 0, "seed of TestScanFileChunks (0: random; or CASKADE_SCAN_SEED)")
+var scanSeed = flag.Uint64("scanseed", 0, "seed of TestScanFileChunks and TestHintIndex (0: random; or CASKADE_SCAN_SEED)")
 
 // withScanChunk sets scanChunk to n for the rest of the test.
 func withScanChunk(t *testing.T, n int) {
@@ -77,15 +79,7 @@ func report(res ScanResult, size int64, err error) scanReport {
 // middle, pages of zeros, and zeros allocated ahead, with chunks smaller
 // than one record as well as larger than the file.
 func TestScanFileChunks(t *testing.T) {
-	seed := *scanSeed
-	if s := os.Getenv("CASKADE_SCAN_SEED"); s != "" && seed == 0 {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("seed %d (replay with -scanseed=%d)", seed, seed)
-	r := rand.New(rand.NewPCG(seed, 26))
+	r := rand.New(rand.NewPCG(scanTestSeed(t), 26))
 
 	base := randomDataFile(r, 3*holePage+r.IntN(4*holePage), 1500)
 	images := map[string][]byte{"intact": base}
@@ -142,8 +136,110 @@ func TestScanFileChunks(t *testing.T) {
 					t.Fatalf("%s, mode %d, chunk %d: the scan held %d bytes of a %d-byte file at once",
 						name, mode, chunk, cap(scratch), len(img))
 				}
+				checkIndex(t, fmt.Sprintf("%s, mode %d, chunk %d", name, mode, chunk), fs, path, mode, want)
 			}
 		}
+	}
+}
+
+// scanTestSeed returns the seed of a randomized scan test, which it logs:
+// -scanseed or CASKADE_SCAN_SEED, else a random one.
+func scanTestSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := *scanSeed
+	if s := os.Getenv("CASKADE_SCAN_SEED"); s != "" && seed == 0 {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("seed %d (replay with -scanseed=%d)", seed, seed)
+	return seed
+}
+
+// checkIndex checks that ScanFileIndex of the file at path finds what a
+// scan that returns want finds, and that its index builds the hint file
+// BuildHints builds of want's hints.
+func checkIndex(t *testing.T, what string, fs vfs.FS, path string, mode ScanMode, want scanReport) {
+	t.Helper()
+	res, x, size, err := ScanFileIndex(fs, path, mode, record.Limits{}, nil, nil)
+	got := report(res, size, err)
+	wantHints := want.Res.Hints
+	want.Res.Hints = nil
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: ScanFileIndex:\n got %+v\nwant %+v", what, got, want)
+	}
+	if err != nil {
+		if x != nil {
+			t.Fatalf("%s: ScanFileIndex returned an index with %v", what, err)
+		}
+		return
+	}
+	if x.Len() != len(wantHints) {
+		t.Fatalf("%s: index of %d records, want %d", what, x.Len(), len(wantHints))
+	}
+	for _, dataSize := range []int64{res.End, size} {
+		wantFile := BuildHints(slices.Clone(wantHints), dataSize)
+		x2 := *x // Build frees the index
+		if gotFile := x2.Build(dataSize); !bytes.Equal(gotFile, wantFile) {
+			t.Fatalf("%s: index builds a hint file of %d bytes, BuildHints one of %d", what, len(gotFile), len(wantFile))
+		}
+	}
+}
+
+// TestHintIndex checks that a HintIndex builds the hint file BuildHints
+// builds, for records of every shape the index packs: versions after the
+// first one, before it (a merged file's records are in key order) and
+// far from it; no expiry, an expiry, a negative one; keys and values of
+// lengths that take one to three varint bytes; keys repeated, with
+// tombstones among them.
+func TestHintIndex(t *testing.T) {
+	r := rand.New(rand.NewPCG(scanTestSeed(t), 27))
+	b := record.AppendFileHeader(nil)
+	v := uint64(1) << 40
+	for len(b) < 300<<10 {
+		switch r.IntN(6) {
+		case 0:
+			v -= uint64(r.IntN(1000)) // below the first version too
+		case 1:
+			v += uint64(r.Int64N(1 << 40)) // past a 4-byte varint
+		case 2:
+			v = r.Uint64() // anywhere
+		default:
+			v++
+		}
+		n := 1 + r.IntN(3)
+		for i := range n {
+			kl := []int{0, 3, 20, 200, 20000}[r.IntN(5)]
+			key := fmt.Appendf(nil, "k%d", r.IntN(300))
+			key = append(key, bytes.Repeat([]byte{byte(r.IntN(3))}, kl)...)
+			exp := []int64{0, 0, 1, 1 << 45, -1, math.MinInt64, math.MaxInt64}[r.IntN(7)]
+			if r.IntN(5) == 0 {
+				b = record.AppendRecord(b, record.KindDelete, i == n-1, v, exp, 0, key, nil)
+				continue
+			}
+			val := make([]byte, []int{0, 100, 200, 20000}[r.IntN(4)])
+			b = record.AppendRecord(b, record.KindPut, i == n-1, v, exp, uint32(r.IntN(3)), key, val)
+		}
+	}
+	fs := vfs.NewMem()
+	f, _ := fs.Create("/f")
+	f.WriteAt(b, 0)
+	f.Close()
+	for _, chunk := range []int{100, 64 << 10} {
+		withScanChunk(t, chunk)
+		want := report(func() (ScanResult, int64, error) {
+			res, err := ScanData(b, "/f", ScanStrict, record.Limits{})
+			return res, int64(len(b)), err
+		}())
+		if want.Err != "" {
+			t.Fatal(want.Err)
+		}
+		checkIndex(t, fmt.Sprintf("chunk %d", chunk), fs, "/f", ScanStrict, want)
+	}
+	// Offsets past 4 GiB do not fit an index (nor the key directory).
+	if _, _, err := ScanReaderAtIndex(bytes.NewReader(b), 1<<32+1, "/f", ScanStrict, record.Limits{}, nil, nil); !errors.Is(err, ErrFileTooLarge) {
+		t.Fatalf("a file of 4 GiB and a byte: %v, want ErrFileTooLarge", err)
 	}
 }
 
