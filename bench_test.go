@@ -5,7 +5,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -136,6 +139,40 @@ func BenchmarkOpen(b *testing.B) {
 		db, err := Open(dir, nil)
 		if err != nil {
 			b.Fatal(err)
+		}
+		db.Close()
+	}
+}
+
+// BenchmarkOpenScan measures Open of a database whose data files have no
+// hint files, so that it scans them and builds their hints (and writes
+// the hint files, which each iteration removes again).
+func BenchmarkOpenScan(b *testing.B) {
+	const n = 200_000
+	db := loadBench(b, n)
+	dir := db.Dir()
+	db.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		names, err := os.ReadDir(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range names {
+			if strings.HasSuffix(e.Name(), ".hint") {
+				if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.StartTimer()
+		db, err := Open(dir, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st := db.Stats(); st.Recovery.FromHints != 0 {
+			b.Fatalf("%d files read through hints", st.Recovery.FromHints)
 		}
 		db.Close()
 	}

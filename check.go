@@ -126,7 +126,7 @@ func Check(ctx context.Context, dir string, opts *CheckOptions) (CheckReport, er
 		// The meter hears of each chunk as the scan reads it, so that a
 		// large file moves the progress along as it is checked.
 		var read int64 // of the file, told to the meter
-		sr, size, err := segment.ScanFile(o.FS, path, segment.ScanSalvage, lim, &scratch, func(n int64) {
+		sr, idx, size, err := segment.ScanFileIndex(o.FS, path, segment.ScanSalvage, lim, &scratch, func(n int64) {
 			read += n
 			pm.add(n)
 		})
@@ -160,7 +160,7 @@ func Check(ctx context.Context, dir string, opts *CheckOptions) (CheckReport, er
 			rep.Damage = append(rep.Damage, CheckDamage{Path: path, Offset: 0, End: size, Err: err})
 			continue
 		}
-		rep.Records += len(sr.Hints)
+		rep.Records += idx.Len()
 		hintPath := filepath.Join(dir, segment.HintName(id))
 		hb, err := segment.ReadAll(o.FS, hintPath)
 		hasHint := !errors.Is(err, fs.ErrNotExist)
@@ -210,7 +210,7 @@ func Check(ctx context.Context, dir string, opts *CheckOptions) (CheckReport, er
 			// Valid, for a data file that is damaged: open reads it,
 			// not the data file, and the damage is reported above. The
 			// damaged records cannot be read back to compare it with.
-		case !equalBytes(hb, segment.BuildHints(sr.Hints, sr.End)):
+		case !equalBytes(hb, idx.Build(sr.End)):
 			// Valid, but it describes other records: open would trust
 			// it.
 			rep.BadHints = append(rep.BadHints, hintPath)

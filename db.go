@@ -337,9 +337,11 @@ func (db *DB) recover() error {
 // writes a missing hint file (unless read-only or damaged).
 //
 // A data file is scanned a chunk at a time through *scratch, which the
-// caller reuses for its next file (segment.ScanFile), so recovery needs
-// memory for the hints, not for whole data files; nothing in the result
-// aliases it. A valid hint file, which the result keeps, is read into a
+// caller reuses for its next file (segment.ScanFileIndex), so recovery
+// needs memory for the hints, not for whole data files; nothing in the
+// result aliases it. The scan packs the records it finds into an index (12
+// bytes and about 11 more than the key per record) from which it builds the
+// hint file. A valid hint file, which the result keeps, is read into a
 // slice of its own.
 func (db *DB) recoverFile(id uint32, newest, hasHint bool, scratch *[]byte) fileResult {
 	res := fileResult{id: id}
@@ -382,7 +384,7 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool, scratch *[]byte) file
 	case newest:
 		mode = segment.ScanTail
 	}
-	sr, size, err := segment.ScanFile(db.fs, dataPath, mode, db.lim, scratch, nil)
+	sr, idx, size, err := segment.ScanFileIndex(db.fs, dataPath, mode, db.lim, scratch, nil)
 	if err != nil {
 		var ce *segment.CorruptError
 		if errors.As(err, &ce) {
@@ -407,7 +409,7 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool, scratch *[]byte) file
 		}
 		return res
 	}
-	res.hints = segment.BuildHints(sr.Hints, res.size)
+	res.hints = idx.Build(res.size)
 	if res.info, err = segment.ReadHints(res.hints, res.size, db.lim); err != nil {
 		res.err = fmt.Errorf("caskade: hints built for %s: %w", dataPath, err)
 		return res

@@ -400,16 +400,18 @@ func (db *DB) inputHints(id uint32, f *segment.File) ([]byte, error) {
 		// A file the salvage found damaged has no hint file; the records
 		// of its damaged ranges are lost already, and so are their
 		// tombstones.
-		var sr segment.ScanResult
 		if data != nil {
-			sr, err = segment.ScanData(data, f.Path, segment.ScanSalvage, db.lim)
-		} else {
-			sr, err = segment.ScanReaderAt(f, f.Size(), f.Path, segment.ScanSalvage, db.lim, nil, nil)
+			sr, err := segment.ScanData(data, f.Path, segment.ScanSalvage, db.lim)
+			if err != nil {
+				return nil, corruption(err)
+			}
+			return segment.BuildHints(sr.Hints, f.Size()), nil
 		}
+		_, idx, err := segment.ScanReaderAtIndex(f, f.Size(), f.Path, segment.ScanSalvage, db.lim, nil, nil)
 		if err != nil {
 			return nil, inputError(f, err)
 		}
-		return segment.BuildHints(sr.Hints, f.Size()), nil
+		return idx.Build(f.Size()), nil
 	}
 	if data != nil {
 		b, err = segment.BuildHintsFromData(data, f.Path, db.lim)

@@ -96,13 +96,13 @@ func ScanFile(fs vfs.FS, path string, mode ScanMode, lim record.Limits, scratch 
 	if err != nil {
 		return ScanResult{}, 0, err
 	}
-	res, err := ScanReaderAt(f, st.Size(), path, mode, lim, scratch, progress)
+	res, err := scanReaderAt(f, st.Size(), path, mode, lim, scratch, progress)
 	return res, st.Size(), err
 }
 
-// ScanReaderAt is ScanFile of the data file at path, of size bytes, that r
+// scanReaderAt is ScanFile of the data file at path, of size bytes, that r
 // reads.
-func ScanReaderAt(r io.ReaderAt, size int64, path string, mode ScanMode, lim record.Limits, scratch *[]byte, progress func(n int64)) (ScanResult, error) {
+func scanReaderAt(r io.ReaderAt, size int64, path string, mode ScanMode, lim record.Limits, scratch *[]byte, progress func(n int64)) (ScanResult, error) {
 	w := &window{r: r, size: size, chunk: scanChunk, progress: progress}
 	if scratch != nil {
 		w.buf = (*scratch)[:0]
