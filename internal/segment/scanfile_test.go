@@ -157,6 +157,30 @@ func scanTestSeed(t *testing.T) uint64 {
 	return seed
 }
 
+// A scan that hands its records to a function (as streamHints and
+// ScanFileIndex do) reuses the memory of their keys once they are handed
+// over, rather than holding a copy of every key of the file.
+func TestScanEmitReusesKeys(t *testing.T) {
+	b := record.AppendFileHeader(nil)
+	for v := uint64(1); v <= 60000; v++ {
+		b = record.AppendRecord(b, record.KindPut, true, v, 0, 0, fmt.Appendf(nil, "key-%030d", v), []byte("v"))
+	}
+	withScanChunk(t, 64<<10)
+	keys := 0
+	allocs := testing.AllocsPerRun(3, func() {
+		keys = 0
+		w := &window{r: bytes.NewReader(b), size: int64(len(b)), chunk: scanChunk}
+		if _, err := scanData(w, "f", ScanStrict, record.Limits{}, func(h record.Hint) { keys += len(h.Key) }); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// The window, the arena's block, a few small things: not one block
+	// per 64 KiB of keys.
+	if allocs > 10 {
+		t.Fatalf("the scan made %v allocations for %d bytes of keys", allocs, keys)
+	}
+}
+
 // checkIndex checks that ScanFileIndex of the file at path finds what a
 // scan that returns want finds, and that its index builds the hint file
 // BuildHints builds of want's hints.
