@@ -7,18 +7,22 @@ package memcache
 // them. It runs where memcached is installed (CI installs it) and skips
 // elsewhere.
 //
-// caskade follows memcached 1.6.45; Debian's memcached is 1.6.18. The
-// generator stays away from what changed in between: malformed command
-// lines (1.6.45 answers a short line, a missing token or a bad number
-// with CLIENT_ERROR and skips a storage command's data; 1.6.18 answers
-// ERROR and reads the data as a command), noreply on unknown commands,
-// quiet ma that creates an item, ms with N or s, and me.
+// caskade follows the newest memcached (1.6.45), and the memcached the
+// tests run (-differential.memcached; Debian bookworm's is 1.6.18,
+// trixie's 1.6.38) may be older. Where releases differ, each test first
+// probes the memcached for each behaviour on its own (mcFeature,
+// mcProbes) and generates only what it answers as caskade does: malformed
+// command lines (1.6.40 and later answer a short line, a missing token or
+// a bad number with CLIENT_ERROR and skip a storage command's data; older
+// ones answer ERROR and read the data as a command), noreply on unknown
+// commands, quiet ma that creates an item, ms with N or s, and so on. me
+// is left out everywhere (see Differences in doc.go).
 //
 // TestDifferentialMetaFlags and TestDifferentialMetaCases do the same for
 // the meta flags that write (E, C, I, x, N, T, R, J, D, M) and shape the
-// reply (q, k, O, b). They cover what memcached 1.6.27 added (E, x, C on
-// mg, N on appends, s on ms, quiet vivify) only where the memcached they
-// run (-differential.memcached) answers E and x.
+// reply (q, k, O, b): E and x (1.6.27), C on mg (1.6.40), N on appends
+// and s on ms (1.6.20), quiet vivify (1.6.40) only where the memcached
+// has them. Each test logs what it left out.
 //
 //	go test -run TestDifferential ./server/memcache -differential.seed N -differential.steps 20000
 
@@ -49,8 +53,17 @@ var (
 )
 
 // startMemcached starts memcached and returns its socket.
+//
+// It runs without the LRU maintainer and crawler: since 1.6.25 flush_all
+// leaves alone the items stored within the last second that are not at
+// the head of their LRU (item_flush_expired walks each LRU from its head
+// and stops at the first older item, or skips one another thread has
+// locked), and the maintainer moves items between the segments of the
+// LRU and locks them. With one plain LRU, in the order items were stored,
+// and no other thread, flush_all removes every item, as caskade's does.
 func startMemcached(t *testing.T) string {
-	return realserver.Start(t, *diffMC, "-s", "{sock}", "-U", "0", "-t", "1", "-m", "64", "-u", "root")
+	return realserver.Start(t, *diffMC, "-s", "{sock}", "-U", "0", "-t", "1", "-m", "64", "-u", "root",
+		"-o", "no_lru_maintainer,no_lru_crawler")
 }
 
 // mcDiffConn is one side of the test: a connection and what it has shown.
@@ -175,6 +188,8 @@ type mcGen struct {
 	// pipeline (conn_release_items culls the unsent responses, in 1.6.45
 	// too); caskade answers every command.
 	inPipeline bool
+	// has: what the memcached compared with answers as caskade does.
+	has mcFeature
 }
 
 var (
@@ -247,8 +262,28 @@ func (g *mcGen) next() func(c *mcDiffConn) string {
 			fmt.Sprintf("set %s 0 0 %d\r\n%sZZget %s\r\n", k, len(v), v, k),
 			"bogus command\r\n",
 		}
-		if !g.inPipeline {
+		if !g.inPipeline && g.has&featLongKeyGet != 0 {
 			bad = append(bad, fmt.Sprintf("get %s\r\n", strings.Repeat("k", 251)))
+		}
+		if g.has&featNoreplyError != 0 {
+			bad = append(bad, "bogus noreply\r\n")
+		}
+		if g.has&featBadLine != 0 {
+			// Short lines, missing tokens, bad numbers (a storage
+			// command's data is skipped once its <bytes> is read).
+			bad = append(bad,
+				fmt.Sprintf("set %s x 0 %d\r\n%s\r\n", k, len(v), v),
+				fmt.Sprintf("add %s 0 x %d\r\n%s\r\n", k, len(v), v),
+				fmt.Sprintf("set %s 0 0 x\r\n%s\r\n", k, v),
+				fmt.Sprintf("set %s 0 0\r\n", k),
+				fmt.Sprintf("set %s 0 0 %d noreply extra\r\n%s\r\n", k, len(v), v),
+				"incr n\r\n", "get\r\n", "touch "+k+"\r\n", "verbosity\r\n", "ab\n", "a\r\n")
+		}
+		if g.has&featStrictNumbers != 0 {
+			bad = append(bad,
+				fmt.Sprintf("cas %s 0 0 %d\r\n%s\r\n", k, len(v), v),
+				fmt.Sprintf("ms %s %d T+5\r\n%s\r\n", k, len(v), v),
+				fmt.Sprintf("mg %s v N+5\r\n", k))
 		}
 		return fixed(g.pick(bad))
 	case 10, 11:
@@ -258,9 +293,13 @@ func (g *mcGen) next() func(c *mcDiffConn) string {
 		}
 		return fixed(fmt.Sprintf("mg %s%s\r\n", k, g.flags(fl)))
 	case 12, 13:
-		// No N: memcached 1.6.18 does not autovivify appends, later
-		// versions (and caskade) do.
 		fl := []string{"T1000", "F5", "I", "q", "k", "O7", "c", "MS", "ME", "MA", "MP", "MR", "Mx"}
+		if g.has&featAppendVivify != 0 {
+			fl = append(fl, "N1000", "N0")
+		}
+		if g.has&featMsSize != 0 {
+			fl = append(fl, "s")
+		}
 		if k == "n" {
 			fl = slices.DeleteFunc(fl, func(f string) bool { return f == "I" })
 		}
@@ -287,7 +326,7 @@ func (g *mcGen) next() func(c *mcDiffConn) string {
 	case 15, 16:
 		fl := []string{"N1000", "J7", "D3", "MI", "MD", "M+", "M-", "v", "t", "c", "k", "q", "O1", "Mz", "Dx"}
 		f := g.flags(fl)
-		if strings.Contains(f, " N") { // 1.6.18 answers a quiet vivify
+		if g.has&featQuietVivify == 0 && strings.Contains(f, " N") { // memcached < 1.6.40 answers a quiet vivify
 			f = strings.Replace(f, " q", "", 1)
 		}
 		return fixed(fmt.Sprintf("ma n%s\r\n", f))
@@ -296,7 +335,11 @@ func (g *mcGen) next() func(c *mcDiffConn) string {
 	case 18:
 		return fixed(fmt.Sprintf("set %s %s %s %d noreply\r\n%s\r\n", k, flags, exp, len(v), v))
 	case 19:
-		return fixed(g.pick([]string{"incr n 1\r\n", "decr n 1\r\n", "delete " + k + " 1\r\n"}))
+		del := "delete " + k + " 0\r\n"
+		if g.has&featDeleteHold != 0 {
+			del = "delete " + k + " 1\r\n"
+		}
+		return fixed(g.pick([]string{"incr n 1\r\n", "decr n 1\r\n", del}))
 	case 21:
 		return fixed(g.pick([]string{
 			fmt.Sprintf("touch %s %s\r\n", k, g.pick(mcExp)),
@@ -350,7 +393,8 @@ func TestDifferentialAgainstMemcached(t *testing.T) {
 	t.Logf("seed %d (rerun with -differential.seed %d)", seed, seed)
 	ours := dialMCDiff(t, "tcp", ts.addr)
 	theirs := dialMCDiff(t, "unix", sock)
-	g := &mcGen{r: rand.New(rand.NewPCG(seed, 0x3c))}
+	g := &mcGen{r: rand.New(rand.NewPCG(seed, 0x3c)), has: probeMemcached(t, theirs)}
+	logFeatures(t, theirs, g.has)
 	var history []string
 	for step := range *diffSteps {
 		req := g.next()
@@ -395,16 +439,145 @@ func TestDifferentialAgainstMemcached(t *testing.T) {
 	}
 }
 
-// metaFeatures reports whether the memcached at the other end of c knows
-// the meta flags that memcached 1.6.27 added (E, x, and C on mg); Debian's
-// 1.6.18 answers them with "CLIENT_ERROR invalid flag".
-func metaFeatures(t *testing.T, c *mcDiffConn) bool {
+// mcFeature is a behaviour of memcached that changed between releases,
+// in which the memcached under test (-differential.memcached) answers as
+// caskade does. probeMemcached finds them at the start of each test, and
+// the generators and metaCases use only those it found.
+type mcFeature uint
+
+const (
+	// featMsSize: ms answers its s flag (1.6.20; before, it is ignored).
+	featMsSize mcFeature = 1 << iota
+	// featAppendVivify: ms with N creates the item an append or prepend
+	// misses (1.6.20; before, NS).
+	featAppendVivify
+	// featE: E names the cas unique (1.6.27; before, an invalid flag).
+	featE
+	// featX: md x empties the item (1.6.27; before, an invalid flag).
+	featX
+	// featMgC: mg C with a matching cas unique answers HD without the value
+	// (1.6.40; before, C on mg is ignored).
+	featMgC
+	// featQuietVivify: q hides the HD (or VA) of an ma whose N created the
+	// item (1.6.40; before, q hid only an ma that found it).
+	featQuietVivify
+	// featMaModeByte: ma's M takes the first byte of a longer token, "MI+"
+	// (1.6.40; before, an invalid flag).
+	featMaModeByte
+	// featDeleteHold: "delete <key> 1" is a bad command line, as caskade
+	// has it (before 1.6.40; later releases ignore extra tokens: see
+	// Differences in doc.go).
+	featDeleteHold
+	// featLongKeyGet: a get of a key over 250 bytes answers one CLIENT_ERROR
+	// line (before 1.6.40; later releases follow it with an empty line,
+	// the error's own line end sent twice).
+	featLongKeyGet
+	// featNoreplyError: noreply on an unknown command hides its ERROR
+	// (1.6.40; before, ERROR is sent).
+	featNoreplyError
+	// featBadLine: a storage command with a token missing is a bad command
+	// line, CLIENT_ERROR (1.6.40; before, ERROR).
+	featBadLine
+	// featStrictNumbers: a number with a sign where none belongs (meta
+	// T+5) is a bad token, and a cas command without its unique a bad
+	// command line (1.6.45; before, T+5 is 5, and 1.6.40 to 1.6.44 read
+	// the missing unique from whatever the buffer holds).
+	featStrictNumbers
+	// featAll is every feature: caskade has them all.
+	featAll = featStrictNumbers<<1 - 1
+)
+
+// mcProbes tell the features apart: a server that has the feature answers
+// req with yes (as caskade does), one that has not with no. setup goes
+// first, and the last c flag of its reply replaces {cas} in req. Every
+// probe uses keys of its own, which the tests' first flush_all removes.
+var mcProbes = []struct {
+	feature mcFeature
+	name    string
+	setup   string
+	req     string
+	yes, no string
+}{
+	{featMsSize, "ms s", "", "ms caskade-probe-s 1 s\r\nx\r\n", "HD s1\r\n", "HD\r\n"},
+	{featAppendVivify, "ms MA N", "", "ms caskade-probe-a 1 MA N0\r\nx\r\n", "HD\r\n", "NS\r\n"},
+	{featE, "E", "", "md caskade-probe-e E1\r\n", "NF\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+	{featX, "md x", "", "md caskade-probe-x x\r\n", "NF\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+	{featMgC, "mg C", "ms caskade-probe-c 1 c\r\nx\r\n", "mg caskade-probe-c v C{cas}\r\n", "HD\r\n", "VA 1\r\nx\r\n"},
+	{featQuietVivify, "ma N q", "", "ma caskade-probe-v N0 q\r\n", "", "HD\r\n"},
+	{featMaModeByte, "ma MI+", "", "ma caskade-probe-m N0 MI+\r\n", "HD\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+	{featDeleteHold, "delete k 1", "", "delete caskade-probe-d 1\r\n",
+		"CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n", "NOT_FOUND\r\n"},
+	{featLongKeyGet, "get of a long key", "", "get " + strings.Repeat("k", 251) + "\r\n",
+		"CLIENT_ERROR bad command line format\r\n", "CLIENT_ERROR bad command line format\r\n\r\n"},
+	{featNoreplyError, "bogus noreply", "", "caskade-probe noreply\r\n", "", "ERROR\r\n"},
+	{featBadLine, "set without bytes", "", "set caskade-probe-b 0 0\r\n", "CLIENT_ERROR bad command line format\r\n", "ERROR\r\n"},
+	{featStrictNumbers, "ms T+5", "", "ms caskade-probe-t 1 T+5\r\nx\r\n", "CLIENT_ERROR bad token in command line format\r\n", "HD\r\n"},
+}
+
+// probeMemcached returns the features the server at the other end of c
+// has. A probe answered neither as a server with the feature nor as one
+// without it answers fails the test: a release that changed it again
+// needs a look, not a silent skip.
+func probeMemcached(t *testing.T, c *mcDiffConn) mcFeature {
 	t.Helper()
-	reply, err := c.roundTrip("md caskade-probe x E1\r\n")
+	casRe := regexp.MustCompile(`(?m)^(?:HD|VA [0-9]+)(?: [^\r]*)? c([0-9]+)`)
+	var have mcFeature
+	for _, p := range mcProbes {
+		req := p.req
+		if p.setup != "" {
+			reply, err := c.roundTrip(p.setup)
+			if err != nil {
+				t.Fatalf("probe %s: %v", p.name, err)
+			}
+			if m := casRe.FindAllSubmatch(reply, -1); len(m) > 0 {
+				req = strings.ReplaceAll(req, "{cas}", string(m[len(m)-1][1]))
+			}
+		}
+		reply, err := c.roundTrip(req)
+		if err != nil {
+			t.Fatalf("probe %s: %v", p.name, err)
+		}
+		switch string(reply) {
+		case p.yes:
+			have |= p.feature
+		case p.no:
+		default:
+			t.Fatalf("probe %s: %q answers %q, want %q (as caskade) or %q", p.name, req, reply, p.yes, p.no)
+		}
+	}
+	return have
+}
+
+// logFeatures logs the memcached's version and which features it has.
+func logFeatures(t *testing.T, c *mcDiffConn, have mcFeature) {
+	t.Helper()
+	version, err := c.roundTrip("version\r\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(reply) == "NF\r\n"
+	t.Logf("%s: answers as caskade %q; left out %q", strings.TrimSpace(string(version)),
+		featureNames(have), featureNames(featAll&^have))
+}
+
+// featureNames returns the names of the probes of the features in set.
+func featureNames(set mcFeature) []string {
+	var names []string
+	for _, p := range mcProbes {
+		if set&p.feature != 0 {
+			names = append(names, p.name)
+		}
+	}
+	return names
+}
+
+// TestDifferentialProbes checks that caskade answers every probe as a
+// memcached with the feature does: a probe that caskade failed would
+// leave out what it stands for rather than find the difference.
+func TestDifferentialProbes(t *testing.T) {
+	ts := startServer(t)
+	if have := probeMemcached(t, dialMCDiff(t, "tcp", ts.addr)); have != featAll {
+		t.Fatalf("caskade has features %b, want %b", have, featAll)
+	}
 }
 
 // mcMetaGen generates meta commands over a few keys, with the flags that
@@ -412,8 +585,8 @@ func metaFeatures(t *testing.T, c *mcDiffConn) bool {
 // negative TTLs, R, q, k, O and b, and ma's modes.
 type mcMetaGen struct {
 	r *rand.Rand
-	// newer: the peer is memcached 1.6.27 or later (E, x, mg C).
-	newer bool
+	// has: what the memcached compared with answers as caskade does.
+	has mcFeature
 }
 
 var (
@@ -501,18 +674,19 @@ func (g *mcMetaGen) next() (func(c *mcDiffConn) string, string) {
 		if num {
 			fl = without(fl, "hNR")
 		}
-		if g.newer {
-			fl = append(fl, g.pick(mcMetaE[1:]))
-			fl[len(fl)-1] = "E" + fl[len(fl)-1]
+		if g.has&featE != 0 {
+			fl = append(fl, "E"+g.pick(mcMetaE[1:]))
 		}
 	case 3, 4, 5: // ms
 		cmd = "ms"
 		fl = append(append(append([]string{"F5", "I", "c", "s", "MS", "ME", "MR", "MA", "MP"}, common...), ttl("T")...), ttl("N")...)
-		if !g.newer {
-			// 1.6.18 does not autovivify appends, nor know E, nor
-			// answer s.
-			fl = without(fl, "Ns")
-		} else {
+		if g.has&featAppendVivify == 0 {
+			fl = without(fl, "N")
+		}
+		if g.has&featMsSize == 0 {
+			fl = without(fl, "s")
+		}
+		if g.has&featE != 0 {
 			fl = append(fl, "E"+g.pick(mcMetaE))
 		}
 		if num {
@@ -521,8 +695,11 @@ func (g *mcMetaGen) next() (func(c *mcDiffConn) string, string) {
 	case 6, 7: // md
 		cmd = "md"
 		fl = append(append([]string{"I", "F3"}, common...), ttl("T")...)
-		if g.newer {
-			fl = append(fl, "x", "x", "E"+g.pick(mcMetaE))
+		if g.has&featX != 0 {
+			fl = append(fl, "x", "x")
+		}
+		if g.has&featE != 0 {
+			fl = append(fl, "E"+g.pick(mcMetaE))
 		}
 		if num {
 			fl = without(fl, "I")
@@ -534,8 +711,11 @@ func (g *mcMetaGen) next() (func(c *mcDiffConn) string, string) {
 		}
 		fl = append(append(append([]string{"J0", "J5", "D1", "D7", "MI", "MD", "M+", "M-", "v", "t", "c"}, common...),
 			ttl("N")...), ttl("T")...)
-		if g.newer {
+		if g.has&featE != 0 {
 			fl = append(fl, "E"+g.pick(mcMetaE))
+		}
+		if g.has&featMaModeByte != 0 {
+			fl = append(fl, "MI+", "M-x")
 		}
 	}
 	f := g.flags(fl, 5)
@@ -558,11 +738,11 @@ func (g *mcMetaGen) next() (func(c *mcDiffConn) string, string) {
 		// share (see Differences in doc.go). (ms takes E0 for no E.)
 		f = strings.Replace(f, " c", "", 1)
 	}
-	if cmd == "ma" && !g.newer && strings.Contains(f, " N") {
-		f = strings.Replace(f, " q", "", 1) // 1.6.18 answers a quiet vivify
+	if cmd == "ma" && g.has&featQuietVivify == 0 && strings.Contains(f, " N") {
+		f = strings.Replace(f, " q", "", 1) // memcached < 1.6.40 answers a quiet vivify
 	}
 	cas := func(*mcDiffConn) string { return "" }
-	if cmd != "mg" || g.newer {
+	if cmd != "mg" || g.has&featMgC != 0 {
 		if g.r.IntN(3) == 0 {
 			cas = g.casFlag(key)
 		}
@@ -584,9 +764,10 @@ func (g *mcMetaGen) next() (func(c *mcDiffConn) string, string) {
 // TestDifferentialMetaFlags runs random meta commands, with the flags
 // that write (E, C, I, x, N, T, R, J, D, M) and the ones that shape the
 // reply (q, k, O, b), on caskade and on a real memcached, and compares
-// each reply. With memcached older than 1.6.27 (Debian's 1.6.18) it
-// leaves out E, x and mg's C; point -differential.memcached at a newer
-// build to cover them.
+// each reply. It leaves out what the memcached it runs answers unlike
+// caskade (see mcFeature: Debian bookworm's 1.6.18 knows neither E nor x,
+// 1.6.39 and older ignore mg's C, ...); point -differential.memcached at a
+// newer build to cover them.
 func TestDifferentialMetaFlags(t *testing.T) {
 	sock := startMemcached(t)
 	ts := startServer(t)
@@ -597,8 +778,8 @@ func TestDifferentialMetaFlags(t *testing.T) {
 	t.Logf("seed %d (rerun with -differential.seed %d)", seed, seed)
 	ours := dialMCDiff(t, "tcp", ts.addr)
 	theirs := dialMCDiff(t, "unix", sock)
-	g := &mcMetaGen{r: rand.New(rand.NewPCG(seed, 0x3d)), newer: metaFeatures(t, theirs)}
-	t.Logf("memcached knows E and x: %v", g.newer)
+	g := &mcMetaGen{r: rand.New(rand.NewPCG(seed, 0x3d)), has: probeMemcached(t, theirs)}
+	logFeatures(t, theirs, g.has)
 	var history []string
 	for step := range *diffSteps {
 		reqs := []func(*mcDiffConn) string{}
@@ -678,13 +859,14 @@ func (c *mcDiffConn) rememberCas(key string, reply []byte) {
 
 // metaCases are meta-command scripts for TestDifferentialMetaCases. In a
 // request, {cas} stands for the last cas unique a c flag showed on that
-// side. newer marks a script that needs memcached 1.6.27 or later.
+// side. needs are the features (see mcFeature) the script depends on: it
+// is skipped where memcached lacks one.
 var metaCases = []struct {
 	name  string
-	newer bool
+	needs mcFeature
 	steps []string
 }{
-	{"E names the cas unique", true, []string{
+	{"E names the cas unique", featE | featX, []string{
 		"ms k 2 E5000000000 c\r\nv1\r\n", "mg k c v\r\ngets k\r\n",
 		"ms k 2 C5000000000 E5000000001 c k\r\nv2\r\n", "ms k 2 C5000000000\r\nv3\r\n",
 		"md k C5000000001 I E5000000002 k\r\nmg k c\r\n",
@@ -693,71 +875,76 @@ var metaCases = []struct {
 		"md k x E5000000006\r\nmg k c s v\r\n", "md k C5000000006 q\r\nmg k\r\n",
 		"mg w N30 E5000000007\r\nms w 1 I C5000000000 E5000000007\r\nx\r\nmg w c v\r\n",
 	}},
-	{"E0", true, []string{
-		"mg a N0 E0 c\r\nmg a c v C0\r\ngets a\r\n", "ms b 1 E0 c\r\nx\r\n",
+	{"E0", featE | featX, []string{
+		"mg a N0 E0 c\r\nmg a c v\r\ngets a\r\n", "ms b 1 E0 c\r\nx\r\n",
 		"ma n N0 E0 c\r\nma n E0 c\r\nmg n c\r\n",
 		"ms d 1\r\nx\r\nmd d I E0\r\nmg d c\r\nmd d C0 x E0\r\nmg d c\r\n",
 		"ms e 1\r\nx\r\nmd e x E0\r\nmg e c\r\ncas e 0 0 1 0\r\ny\r\nms e 1 C0\r\nz\r\nms e 1 C0 MA\r\nz\r\nmd e C0 q\r\nmg e\r\n",
 	}},
-	{"R wins a recache once", false, []string{
+	{"R wins a recache once", 0, []string{
 		"ms r 1 T1000\r\nx\r\n", "mg r R500 v\r\n", "mg r R2000 c\r\n", "mg r R2000\r\nmg r v\r\n",
 		"ms r 1 T0\r\nx\r\nmg r R2000\r\n", "ms r 1 T1000\r\nx\r\nmg r T2000 R1500 t\r\nmg r R1500 T2000\r\n",
 		"mg s R2000 N1000\r\nmg s R2000\r\n",
 	}},
-	{"C0", false, []string{
+	{"C0", 0, []string{
 		"ms c 1\r\nx\r\n", "ms c 1 C0\r\ny\r\n", "ms c 1 C0 MA\r\ny\r\nms c 1 C0 MP k\r\nw\r\n",
 		"ms c 1 C0 MR\r\ny\r\n", "md c C0 O1\r\n", "ma c C0\r\n", "mg c v\r\n",
 		"ms nope 1 C0\r\ny\r\nmd nope C0\r\nma nope C0\r\n",
 		"ms n 1\r\n5\r\nma n C0 v\r\nma n C0 MD q\r\nmg n v\r\n",
 		"mg e N0\r\nma e C1\r\nma e C0\r\nms e 1 MA\r\nx\r\nma e C1\r\n",
 	}},
-	{"C on mg", true, []string{
+	{"C on mg", featMgC, []string{
 		"ms c 1 c\r\nx\r\n", "mg c v C{cas}\r\nmg c v C0\r\nmg c v C1\r\nmg c C{cas} s k\r\n",
+		"mg c v C{cas} T1000 t q\r\nmg c t f C{cas} O1\r\nmg c C9 q v\r\n", "mg nope v C0\r\nmg nope v C0 q\r\n",
 	}},
-	{"x", true, []string{
+	{"C0 on mg matches E0", featE | featMgC, []string{
+		"mg a N0 E0 c\r\nmg a c v C0\r\nmg a c v C1\r\ngets a\r\n",
+	}},
+	{"x", featX, []string{
 		"ms x 5 F7 T1000\r\nhello\r\n", "mg x v\r\n", "md x x F3 T1000 k O1\r\n", "mg x v f t s h\r\n",
 		"md x x\r\nmg x v f t\r\n", "md x x q\r\nmd nope x\r\nmd nope x q\r\n",
 		"md x x I\r\nmg x v c\r\nmg x v\r\n", "md x x T-1\r\nmg x v\r\n",
 		"ms x 1\r\ny\r\nmg x v\r\nmd x x I T30\r\nmg x h t\r\n",
 	}},
-	{"N vivifies with negative and absolute TTLs", false, []string{
+	{"N vivifies with negative and absolute TTLs", 0, []string{
 		"mg v N-1 v s k O1\r\n", "mg v v\r\n", "mg w N-1000 t\r\nmg w\r\n", "mg u N2592001 s\r\nmg u\r\n",
 		"mg y N2000000000 t\r\nmg y t\r\n", "mg z N1000 T-1 s\r\nmg z\r\n", "mg z2 T-1 N1000 t\r\nmg z2 t\r\n",
 		"ma n N-1 J5 v\r\nma n v\r\n", "ma n N1000 J5 v t\r\nma n v t\r\n",
 	}},
-	{"N vivifies an append", true, []string{
+	{"N vivifies an append", featAppendVivify | featMsSize, []string{
 		"ms a 2 MA N-1\r\nhi\r\nmg a v\r\n", "ms a 2 MA N1000 s\r\nhi\r\nms a 2 MP N1000 s\r\nho\r\nmg a v t\r\n",
 		"ms b 2 MA N0 T-1\r\nhi\r\nmg b v\r\n",
 	}},
-	{"T-1 expires at once", false, []string{
+	{"T-1 expires at once", 0, []string{
 		"ms t 1 T1000\r\nx\r\n", "mg t T-1 v\r\nmg t\r\n",
 		"ms t 1 T-1\r\nx\r\nmg t\r\n", "ms t 1\r\nx\r\nmd t I T-1\r\nmg t\r\n",
 		"ms t 1 T1000\r\nx\r\nmg t T-1000 s\r\nmg t\r\n", "ms t 1 T1000\r\nx\r\nmg t T2592001\r\nmg t\r\n",
 		"md tn q\r\nma tn N0 T-1 v\r\nma tn\r\n",
 	}},
-	{"I marks stale", false, []string{
+	{"I marks stale", 0, []string{
 		"ms i 1\r\nx\r\n", "md i I T30 k\r\n", "mg i v t\r\nmg i v\r\n", "ms i 1 I C1\r\ny\r\nmg i v\r\n",
 		"ms j 1 c\r\nx\r\n", "ms j 1 I C{cas}\r\ny\r\nmg j v\r\n", "md j I q\r\nmd j I C1 q\r\nmg j\r\n",
 		"md nope I\r\nmd nope I q\r\n",
 	}},
-	{"quiet pipelines", false, []string{
+	{"quiet pipelines", 0, []string{
 		"mg nope q k O1\r\nms a 1 q\r\nx\r\nmd nope q\r\nma nope q\r\nmg a q v k\r\nmd a q\r\nmg a q\r\n",
 		"ms a 1 q ME\r\nx\r\nms a 1 q ME O2\r\ny\r\nms b 1 q MR k\r\nz\r\nma n q\r\nmg n v q\r\n",
 	}},
-	{"base64 keys", false, []string{
+	{"base64 keys", 0, []string{
 		"ms eCB5 2 b k c O5\r\nhi\r\nmg eCB5 b k v s O6\r\n", "md eCB5 b k q\r\nmg eCB5 b k q\r\nmg eCB5 b k\r\n",
 		"ma AnE= b N0 J3 k v\r\nma AnE= b k MD\r\nmd AnE= b k\r\n", "ms AXo= 1 b I k\r\nx\r\nmd AXo= b I k\r\nmg AXo= b k v\r\n",
 	}},
-	{"ma modes", false, []string{
+	{"ma modes", 0, []string{
 		"ma n N0 J10 MI v\r\nma n M+ v\r\nma n MD D3 v\r\nma n M- D100 v\r\n",
 		"ma n MI q\r\nma n MD q\r\nmg n v\r\nma n Mx\r\nma n Mi\r\n",
 		"ma n D18446744073709551615 v\r\nma n v t c k O9\r\n", "ma n J5 D2 v\r\nmd n q\r\nma n J5 D2 v\r\n",
 	}},
-	// memcached 1.6.18 answers a quiet ma that creates an item, and
-	// takes only one byte after M.
-	{"ma since 1.6.27", true, []string{
+	{"q hides what ma N creates", featQuietVivify, []string{
 		"ma n N0 J7 q\r\nmg n v\r\nma m N0 J7 q MD\r\nmg m v\r\n",
-		"ma n MIx v\r\nma n M\r\nma n M v\r\n",
+		"md n q\r\nma n N0 J7 q v c t k O1\r\nma n q v\r\nmg n v\r\n",
+	}},
+	{"ma M takes one byte", featMaModeByte, []string{
+		"ma n N0 J4 MIx v\r\nma n M\r\nma n M v\r\nma n M-+ v\r\nma n MD- v\r\n",
 	}},
 }
 
@@ -768,12 +955,13 @@ func TestDifferentialMetaCases(t *testing.T) {
 	ts := startServer(t)
 	ours := dialMCDiff(t, "tcp", ts.addr)
 	theirs := dialMCDiff(t, "unix", sock)
-	newer := metaFeatures(t, theirs)
+	has := probeMemcached(t, theirs)
+	logFeatures(t, theirs, has)
 	casRe := regexp.MustCompile(`(?m)^(?:HD|VA [0-9]+)(?: [^\r]*)? c([0-9]+)`)
 	for _, tc := range metaCases {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.newer && !newer {
-				t.Skip("memcached is older than 1.6.27")
+			if missing := tc.needs &^ has; missing != 0 {
+				t.Skipf("memcached answers unlike caskade in %q", featureNames(missing))
 			}
 			last := map[*mcDiffConn]string{}
 			for i, step := range append([]string{"flush_all\r\n"}, tc.steps...) {

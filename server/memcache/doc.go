@@ -29,8 +29,9 @@
 // letter nor a digit makes the whole line bad (an ms line too: its data
 // is not skipped). The tests
 // compare caskade with a real memcached where one is installed
-// (TestDifferentialAgainstMemcached), leaving out what changed between
-// releases.
+// (TestDifferentialAgainstMemcached), after probing it for each behaviour
+// that changed between releases and leaving out those in which it answers
+// unlike the newest.
 //
 // Keys are 1 to 250 bytes without control characters, spaces or DEL; keys
 // starting with the byte 0xff are refused with CLIENT_ERROR (that prefix
@@ -163,7 +164,8 @@
 //     cls is always 1.
 //   - A get with a key over 250 bytes fails alone. memcached also drops
 //     the replies it had not yet sent for the commands before it in the
-//     same pipeline (conn_release_items), leaving the client out of step.
+//     same pipeline (conn_release_items), leaving the client out of step,
+//     and since 1.6.40 sends an empty line after the CLIENT_ERROR.
 //   - flush_all deletes the keys (memcached hides them); a delayed
 //     flush_all is pending in memory only and is cancelled by Shutdown.
 //   - The binary protocol, SASL, slab and LRU commands (slabs, lru,
