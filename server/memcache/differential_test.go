@@ -279,6 +279,9 @@ func (g *mcGen) next() func(c *mcDiffConn) string {
 				fmt.Sprintf("set %s 0 0 %d noreply extra\r\n%s\r\n", k, len(v), v),
 				"incr n\r\n", "get\r\n", "touch "+k+"\r\n", "verbosity\r\n", "ab\n", "a\r\n")
 		}
+		if g.has&featLoneMinus != 0 {
+			bad = append(bad, fmt.Sprintf("set %s 0 0 -\r\n\r\n", k), "flush_all -\r\n")
+		}
 		if g.has&featStrictNumbers != 0 {
 			bad = append(bad,
 				fmt.Sprintf("cas %s 0 0 %d\r\n%s\r\n", k, len(v), v),
@@ -341,10 +344,14 @@ func (g *mcGen) next() func(c *mcDiffConn) string {
 		}
 		return fixed(g.pick([]string{"incr n 1\r\n", "decr n 1\r\n", del}))
 	case 21:
+		exps := mcExp
+		if g.has&featLoneMinus != 0 {
+			exps = append(slices.Clip(mcExp), "-")
+		}
 		return fixed(g.pick([]string{
-			fmt.Sprintf("touch %s %s\r\n", k, g.pick(mcExp)),
-			fmt.Sprintf("gat %s %s %s\r\n", g.pick(mcExp), k, g.pick(mcKeys)),
-			fmt.Sprintf("gats %s %s\r\n", g.pick(mcExp), k),
+			fmt.Sprintf("touch %s %s\r\n", k, g.pick(exps)),
+			fmt.Sprintf("gat %s %s %s\r\n", g.pick(exps), k, g.pick(mcKeys)),
+			fmt.Sprintf("gats %s %s\r\n", g.pick(exps), k),
 		}))
 	case 22:
 		// Meta commands with keys only base64 (b) can name. (memcached
@@ -483,8 +490,12 @@ const (
 	// command line (1.6.45; before, T+5 is 5, and 1.6.40 to 1.6.44 read
 	// the missing unique from whatever the buffer holds).
 	featStrictNumbers
+	// featLoneMinus: a '-' alone is 0 where a number is signed: meta T,
+	// N and R, touch's and gat's exptime (1.6.45; 1.6.40 for gat's, a
+	// <bytes> and flush_all's; before, a bad token or number).
+	featLoneMinus
 	// featAll is every feature: caskade has them all.
-	featAll = featStrictNumbers<<1 - 1
+	featAll = featLoneMinus<<1 - 1
 )
 
 // mcProbes tell the features apart: a server that has the feature answers
@@ -512,6 +523,7 @@ var mcProbes = []struct {
 	{featNoreplyError, "bogus noreply", "", "caskade-probe noreply\r\n", "", "ERROR\r\n"},
 	{featBadLine, "set without bytes", "", "set caskade-probe-b 0 0\r\n", "CLIENT_ERROR bad command line format\r\n", "ERROR\r\n"},
 	{featStrictNumbers, "ms T+5", "", "ms caskade-probe-t 1 T+5\r\nx\r\n", "CLIENT_ERROR bad token in command line format\r\n", "HD\r\n"},
+	{featLoneMinus, "mg T-", "", "mg caskade-probe-z T- v\r\n", "EN\r\n", "CLIENT_ERROR bad token in command line format\r\n"},
 }
 
 // probeMemcached returns the features the server at the other end of c
@@ -660,6 +672,9 @@ func (g *mcMetaGen) next() (func(c *mcDiffConn) string, string) {
 		var out []string
 		for _, t := range mcMetaTTL {
 			out = append(out, letter+t)
+		}
+		if g.has&featLoneMinus != 0 {
+			out = append(out, letter+"-")
 		}
 		return out
 	}

@@ -21,7 +21,8 @@
 // than four bytes with their line end ("ab\n") get "CLIENT_ERROR bad
 // command line format". Numbers are
 // read as memcached 1.6.4x reads them: digits only (and a leading '-'
-// where the number is signed), in a token of at most 11 bytes (22 for a
+// where the number is signed; a '-' alone is 0, as in 1.6.45), in a
+// token of at most 11 bytes (22 for a
 // 64-bit number), except a storage command's flags and exptime, which
 // memcached reads with strtoul/strtol and so also take a leading '+' and
 // any number of leading zeros; a <bytes> or ms <datalen> over 2147483645 is a bad command

@@ -56,10 +56,17 @@ func parseUintAnyLen(b []byte, bits int) (uint64, bool) {
 
 // parseInt parses a decimal of digits, optionally after a '-', that fits
 // bits bits. A '+' is refused, as memcached 1.6.4x refuses it, and so is a
-// token too long for memcached's parser (see parseUint).
+// token too long for memcached's parser (see parseUint). A '-' alone is
+// 0: memcached's parser (mcmc_tokto32, mcmc_tokto64) reads the sign, then
+// no digits, and so does 1.6.45 wherever it reads a signed number (a
+// <bytes> or ms <datalen>, touch's, gat's and flush_all's exptime, meta
+// T, N and R).
 func parseInt(b []byte, bits int) (int64, bool) {
 	if len(b) > maxTokenLen(bits) {
 		return 0, false
+	}
+	if len(b) == 1 && b[0] == '-' {
+		return 0, true
 	}
 	return parseIntAnyLen(b, bits)
 }

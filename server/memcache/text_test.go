@@ -218,6 +218,25 @@ var textCases = []struct {
 		{"ma n J+5 N0\r\nma n D+1\r\nma n T+10\r\n", "CLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\n"},
 		{"mg a f v\r\nmg n v\r\n", "VA 1 f5\r\nx\r\nVA 1\r\n5\r\n"},
 	}},
+	{"a '-' alone is 0 where memcached reads a signed number", []step{
+		// As memcached 1.6.45 answers each; an unsigned number (flags,
+		// delta, cas unique, E, C, F, J, D) refuses it, and so do
+		// strtoul and strtol (a storage command's flags and exptime).
+		{"set a 0 0 -\r\n\r\nget a\r\n", "STORED\r\nVALUE a 0 0\r\n\r\nEND\r\n"},
+		{"ms b -\r\n\r\nmg b v\r\n", "HD\r\nVA 0\r\n\r\n"},
+		{"set c 0 0 1\r\nx\r\ntouch c -\r\ngat - c\r\n", "STORED\r\nTOUCHED\r\nVALUE c 0 1\r\nx\r\nEND\r\n"},
+		{"mg c T- t v\r\nmg d N- t v\r\nmg c R- v\r\n", "VA 1 t-1\r\nx\r\nVA 0 t-1 W\r\n\r\nVA 1\r\nx\r\n"},
+		{"ma e N- v t\r\n", "VA 1 t-1\r\n0\r\n"},
+		{"md c I T-\r\nmg c v t\r\n", "HD\r\nVA 1 t-1 X W\r\nx\r\n"},
+		{"incr e -\r\nverbosity -\r\n", "CLIENT_ERROR invalid numeric delta argument\r\nCLIENT_ERROR bad command line format\r\n"},
+		{"ms c 1 F-\r\nx\r\nms c 1 E-\r\nx\r\n", "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad token in command line format\r\n"},
+		{"mg c C- v\r\nmd c C-\r\nma e J- N0\r\nma e D-\r\n", "CLIENT_ERROR bad token in command line format\r\nCLIENT_ERROR bad token in command line format\r\n" +
+			"CLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\n"},
+		{"set a - 0 1\r\nx\r\nset a 0 - 1\r\nx\r\ncas a 0 0 1 -\r\nx\r\n", "CLIENT_ERROR bad command line format\r\n" +
+			"CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"},
+		{"mg c T-- v\r\nmg c N-x v\r\n", "CLIENT_ERROR bad token in command line format\r\nCLIENT_ERROR bad token in command line format\r\n"},
+		{"flush_all -\r\nget a b c d e\r\n", "OK\r\nEND\r\n"},
+	}},
 	{"a data length memcached cannot add 2 to", []step{
 		// memcached adds the CRLF to a 32-bit signed length: past
 		// 2^31-3 the line is bad and nothing is skipped.
@@ -367,7 +386,7 @@ var textCases = []struct {
 		{"mg a Y\r\n", "CLIENT_ERROR invalid flag\r\n"},
 		{"mg a v v\r\n", "CLIENT_ERROR duplicate flag\r\n"},
 		{"mg a T\r\n", "CLIENT_ERROR bad token in command line format\r\n"},
-		{"mg a Tx\r\nmg a Cx\r\nmg a N\r\nmg a R-\r\n", strings.Repeat("CLIENT_ERROR bad token in command line format\r\n", 4)},
+		{"mg a Tx\r\nmg a Cx\r\nmg a N\r\nmg a R--\r\n", strings.Repeat("CLIENT_ERROR bad token in command line format\r\n", 4)},
 		{"mg a O" + strings.Repeat("o", 32) + "\r\n", "CLIENT_ERROR opaque token too long\r\n"},
 		{"mg a O" + strings.Repeat("o", 31) + "\r\n", "EN O" + strings.Repeat("o", 31) + "\r\n"},
 		{"mg a v s t c f k O1 h l q u P1 L1 E2 R3 T4 N5 x I\r\n", "CLIENT_ERROR options flags are too long\r\n"},
