@@ -400,8 +400,7 @@ func TestDifferentialAgainstMemcached(t *testing.T) {
 	t.Logf("seed %d (rerun with -differential.seed %d)", seed, seed)
 	ours := dialMCDiff(t, "tcp", ts.addr)
 	theirs := dialMCDiff(t, "unix", sock)
-	g := &mcGen{r: rand.New(rand.NewPCG(seed, 0x3c)), has: probeMemcached(t, theirs)}
-	logFeatures(t, theirs, g.has)
+	g := &mcGen{r: rand.New(rand.NewPCG(seed, 0x3c)), has: probeBoth(t, ours, theirs)}
 	var history []string
 	for step := range *diffSteps {
 		req := g.next()
@@ -560,15 +559,24 @@ func probeMemcached(t *testing.T, c *mcDiffConn) mcFeature {
 	return have
 }
 
-// logFeatures logs the memcached's version and which features it has.
-func logFeatures(t *testing.T, c *mcDiffConn, have mcFeature) {
+// probeBoth returns the features of the memcached at the other end of
+// theirs, and logs them with its version. caskade gets the same probes,
+// so that both servers start from the same history (a database never
+// written to has version 0, which a cas unique may show: see Differences
+// in doc.go), and must have every feature.
+func probeBoth(t *testing.T, ours, theirs *mcDiffConn) mcFeature {
 	t.Helper()
-	version, err := c.roundTrip("version\r\n")
+	if have := probeMemcached(t, ours); have != featAll {
+		t.Fatalf("caskade lacks %q", featureNames(featAll&^have))
+	}
+	have := probeMemcached(t, theirs)
+	version, err := theirs.roundTrip("version\r\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s: answers as caskade %q; left out %q", strings.TrimSpace(string(version)),
 		featureNames(have), featureNames(featAll&^have))
+	return have
 }
 
 // featureNames returns the names of the probes of the features in set.
@@ -588,7 +596,7 @@ func featureNames(set mcFeature) []string {
 func TestDifferentialProbes(t *testing.T) {
 	ts := startServer(t)
 	if have := probeMemcached(t, dialMCDiff(t, "tcp", ts.addr)); have != featAll {
-		t.Fatalf("caskade has features %b, want %b", have, featAll)
+		t.Fatalf("caskade lacks %q", featureNames(featAll&^have))
 	}
 }
 
@@ -793,8 +801,7 @@ func TestDifferentialMetaFlags(t *testing.T) {
 	t.Logf("seed %d (rerun with -differential.seed %d)", seed, seed)
 	ours := dialMCDiff(t, "tcp", ts.addr)
 	theirs := dialMCDiff(t, "unix", sock)
-	g := &mcMetaGen{r: rand.New(rand.NewPCG(seed, 0x3d)), has: probeMemcached(t, theirs)}
-	logFeatures(t, theirs, g.has)
+	g := &mcMetaGen{r: rand.New(rand.NewPCG(seed, 0x3d)), has: probeBoth(t, ours, theirs)}
 	var history []string
 	for step := range *diffSteps {
 		reqs := []func(*mcDiffConn) string{}
@@ -970,8 +977,7 @@ func TestDifferentialMetaCases(t *testing.T) {
 	ts := startServer(t)
 	ours := dialMCDiff(t, "tcp", ts.addr)
 	theirs := dialMCDiff(t, "unix", sock)
-	has := probeMemcached(t, theirs)
-	logFeatures(t, theirs, has)
+	has := probeBoth(t, ours, theirs)
 	casRe := regexp.MustCompile(`(?m)^(?:HD|VA [0-9]+)(?: [^\r]*)? c([0-9]+)`)
 	for _, tc := range metaCases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -151,7 +151,8 @@
 //     its clock readings wrapped to 32 bits (a number near 2^32). Such an
 //     item has no version of its own, so caskade shows the newest
 //     version of the database as its cas unique (unless E names one),
-//     which two of them may share.
+//     which two of them may share: 0 in a database never written to,
+//     which mg's C0 then matches.
 //   - An ma that makes a number longer replaces memcached's item, and
 //     memcached then sets T's TTL and E's cas unique on the old one, so
 //     they are lost; it also replaces rather than changes in place an item
