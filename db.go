@@ -50,6 +50,7 @@ type DB struct {
 	watchMu       sync.Mutex
 	watches       map[string][]*Watch // armed watches by key; guarded by watchMu
 	watchClosed   bool                // Close failed the watches; guarded by watchMu
+	watchCount    int                 // outstanding watches, armed or not (Options.MaxWatches); guarded by watchMu
 	txns          liveTxns
 	mergeProgress MergeProgress
 	merges        int        // finished (Stats.Merges)

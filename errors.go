@@ -51,6 +51,11 @@ var (
 	// ErrOperationCancelled is what a watch stopped with Watch.Cancel
 	// reports.
 	ErrOperationCancelled = &Error{Code: 1101, Name: "operation_cancelled", Msg: "asynchronous operation cancelled"}
+	// ErrTooManyWatches is what a watch reports when Tx.Watch found
+	// Options.MaxWatches watches outstanding already. As in FoundationDB
+	// it is not retryable (a retry would most likely meet the same limit)
+	// and it fails only that watch, not its transaction.
+	ErrTooManyWatches = &Error{Code: 1032, Name: "too_many_watches", Msg: "too many watches currently set"}
 	// ErrNotInteger and ErrOverflow mean that Batch.AddInt found a value
 	// that is not a base-10 64-bit integer, or would overflow one. Nothing
 	// of the batch was applied.

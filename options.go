@@ -68,6 +68,8 @@ const (
 	DefaultExpiryPeriod  = 100 * time.Millisecond
 	DefaultMergeInterval = time.Minute
 	DefaultMergeMinDead  = 64 << 20
+	DefaultMaxWatches    = 10_000
+	maxWatchesLimit      = 1_000_000
 	maxFileSizeLimit     = 1 << 32 // offsets in the key directory are 32-bit
 	maxRecordLengthLimit = 1<<32 - 1
 )
@@ -139,6 +141,13 @@ type Options struct {
 	// TxnSizeLimit caps the bytes a transaction may write (default
 	// 10,000,000, as FoundationDB).
 	TxnSizeLimit int
+	// MaxWatches caps the watches outstanding at once (Tx.Watch); one set
+	// beyond it fails with ErrTooManyWatches. A watch counts from the
+	// Tx.Watch call that sets it up until it fires, is cancelled, or its
+	// transaction fails or is rolled back (or dropped and collected). The
+	// default is 10,000 and the largest allowed 1,000,000, as for
+	// FoundationDB's max_watches database option.
+	MaxWatches int
 	// Logger receives the database's log; nil discards it.
 	Logger *slog.Logger
 	// Now is the clock used for TTLs; nil means time.Now. Tests set it.
@@ -172,6 +181,8 @@ func (o *Options) Validate() error {
 		return bad("negative merge limits")
 	case o.TxnLifetime < 0 || o.TxnSizeLimit < 0:
 		return bad("negative transaction limits")
+	case o.MaxWatches < 0 || o.MaxWatches > maxWatchesLimit:
+		return bad("MaxWatches %d out of range (at most %d)", o.MaxWatches, maxWatchesLimit)
 	case o.RecoveryWorkers < 0:
 		return bad("negative RecoveryWorkers %d", o.RecoveryWorkers)
 	case o.ReadOnly && o.Salvage:
@@ -227,6 +238,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.TxnSizeLimit == 0 {
 		c.TxnSizeLimit = 10_000_000
+	}
+	if c.MaxWatches == 0 {
+		c.MaxWatches = DefaultMaxWatches
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

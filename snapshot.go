@@ -57,12 +57,21 @@ type readerHold struct {
 	v     *view
 	txid  uint64      // registered as a live reader, or 0
 	iters []*Iterator // a transaction's fast-path iterators
+	// watches are a transaction's watches until its commit arms them:
+	// those of a transaction dropped unfinished are cancelled here, as
+	// FoundationDB cancels a destroyed transaction's, so that they stop
+	// counting against Options.MaxWatches.
+	watches []*Watch
 }
 
 func (h *readerHold) release() {
 	for _, it := range h.iters {
 		it.Close() // closing twice is harmless
 	}
+	for _, w := range h.watches {
+		w.db.fireWatch(w, ErrTransactionCancelled)
+	}
+	h.watches = nil
 	h.v.release()
 	if h.txid != 0 {
 		db := h.v.db

@@ -61,7 +61,6 @@ type Tx struct {
 	hold         *readerHold     // its view, registration and fast-path iterators, released when it ends
 	cleanup      runtime.Cleanup // Begin's: releases hold if the caller drops the transaction (readerHold)
 	open         []*TxIterator   // range reads that record conflicts, until they finish
-	watches      []*Watch
 	snapshotView TxReader
 	origin       any // SetOrigin
 }
@@ -1437,7 +1436,7 @@ func (tx *Tx) Commit() (err error) {
 		return ErrReadOnly
 	}
 	tx.finishOpen()
-	req := &txnReq{readVersion: tx.v.version, readTime: tx.v.nowMs, reads: tx.reads, watches: tx.watches}
+	req := &txnReq{readVersion: tx.v.version, readTime: tx.v.nowMs, reads: tx.reads, watches: tx.hold.watches}
 	if l := tx.db.opts.TxnLifetime; l > 0 {
 		req.deadline = tx.start.Add(l)
 	}
@@ -1456,12 +1455,12 @@ func (tx *Tx) Commit() (err error) {
 	// The commit armed the watches; those whose key's value differs now
 	// from the one they saw (changed by another transaction since the read
 	// version, or by this one's writes after the watch) fire now.
-	for _, w := range tx.watches {
+	for _, w := range tx.hold.watches {
 		if tx.db.watchChanged(w) {
 			tx.db.fireWatch(w, nil)
 		}
 	}
-	tx.watches = nil
+	tx.hold.watches = nil
 	return nil
 }
 
@@ -1603,6 +1602,14 @@ type Watch struct {
 // ErrTransactionDone, and one of a key whose value the transaction cannot
 // read (see SetVersionstampedValue) ErrAccessedUnreadable. Closing the
 // database fails the watches still waiting with ErrClosed.
+//
+// At most Options.MaxWatches watches may be outstanding in the database:
+// one set up beyond that fails at once with ErrTooManyWatches (after
+// adding its read conflict, as in FoundationDB), and the transaction goes
+// on. A watch stops counting when it fires, is cancelled, or its
+// transaction fails or is rolled back; the watches of a transaction
+// dropped without Commit or Rollback report ErrTransactionCancelled once
+// the garbage collector finds it unreachable.
 func (tx *Tx) Watch(key []byte) *Watch {
 	// Subscribe here, never in the commit leader, which arms watches.
 	tx.db.watchOnce.Do(func() { tx.db.Subscribe(tx.db.fireWatches) })
@@ -1625,14 +1632,48 @@ func (tx *Tx) Watch(key []byte) *Watch {
 		v, w.present, err = tx.value(key)
 		w.val = bytes.Clone(v)
 	}
+	if err == nil {
+		// Counted from here until it fires, is cancelled or fails (see
+		// finishWatch), as FoundationDB counts a watch once its
+		// transaction has read the value.
+		err = tx.db.countWatch()
+	}
 	if err != nil {
 		// Nothing would ever arm or fail it.
 		w.done, w.err = true, err
 		close(w.ch)
 		return w
 	}
-	tx.watches = append(tx.watches, w)
+	tx.hold.watches = append(tx.hold.watches, w)
 	return w
+}
+
+// countWatch counts a new outstanding watch, or fails with
+// ErrTooManyWatches if Options.MaxWatches are outstanding already.
+func (db *DB) countWatch() error {
+	db.watchMu.Lock()
+	defer db.watchMu.Unlock()
+	if db.watchCount >= db.opts.MaxWatches {
+		return fmt.Errorf("%w: %d outstanding, limit %d", ErrTooManyWatches, db.watchCount, db.opts.MaxWatches)
+	}
+	db.watchCount++
+	return nil
+}
+
+// finishWatchLocked ends a counted watch that has not ended yet: it
+// reports err (nil: it fired) and stops counting. db.watchMu is held.
+func (db *DB) finishWatchLocked(w *Watch, err error) {
+	w.done, w.err = true, err
+	close(w.ch)
+	db.watchCount--
+}
+
+// outstandingWatches returns the number of watches counted against
+// Options.MaxWatches.
+func (db *DB) outstandingWatches() int {
+	db.watchMu.Lock()
+	defer db.watchMu.Unlock()
+	return db.watchCount
 }
 
 // watchChanged reports whether w's key has now another value in the
@@ -1669,20 +1710,20 @@ func (w *Watch) Cancel() { w.db.fireWatch(w, ErrOperationCancelled) }
 // fires at once if its key changed since the read version.
 func (tx *Tx) armWatches() {
 	db := tx.db
-	for _, w := range tx.watches {
+	for _, w := range tx.hold.watches {
 		db.addWatch(w)
 		if db.watchChanged(w) {
 			db.fireWatch(w, nil)
 		}
 	}
-	tx.watches = nil
+	tx.hold.watches = nil
 }
 
 func (tx *Tx) cancelWatches(err error) {
-	for _, w := range tx.watches {
+	for _, w := range tx.hold.watches {
 		tx.db.fireWatch(w, err)
 	}
-	tx.watches = nil
+	tx.hold.watches = nil
 }
 
 func (db *DB) addWatch(w *Watch) {
@@ -1692,8 +1733,7 @@ func (db *DB) addWatch(w *Watch) {
 		return
 	}
 	if db.watchClosed {
-		w.done, w.err = true, ErrClosed
-		close(w.ch)
+		db.finishWatchLocked(w, ErrClosed)
 		return
 	}
 	if db.watches == nil {
@@ -1711,8 +1751,7 @@ func (db *DB) closeWatches() {
 	db.watchClosed = true
 	for _, ws := range db.watches {
 		for _, w := range ws {
-			w.done, w.err = true, ErrClosed
-			close(w.ch)
+			db.finishWatchLocked(w, ErrClosed)
 		}
 	}
 	db.watches = nil
@@ -1742,8 +1781,7 @@ func (db *DB) fireWatch(w *Watch, err error) {
 	if w.done {
 		return
 	}
-	w.done, w.err = true, err
-	close(w.ch)
+	db.finishWatchLocked(w, err)
 	ws := db.watches[w.key]
 	if i := slices.Index(ws, w); i >= 0 {
 		if ws = slices.Delete(ws, i, i+1); len(ws) == 0 {
