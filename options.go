@@ -138,8 +138,15 @@ type Options struct {
 	// Commit fail with ErrTransactionTooOld (default 5 s, as FoundationDB;
 	// longer is allowed at the cost of more conflict history).
 	TxnLifetime time.Duration
-	// TxnSizeLimit caps the bytes a transaction may write (default
-	// 10,000,000, as FoundationDB).
+	// TxnSizeLimit caps a transaction's size (default 10,000,000 bytes,
+	// as FoundationDB's), counted as FoundationDB counts it at commit:
+	// each mutation's key and value (a range's bounds) plus 56 bytes, and
+	// each read and write conflict range's bounds plus 32, overlapping and
+	// adjacent ranges merged. Every mutation counts, even one a later
+	// mutation of the same key overwrote. A transaction past it fails
+	// with ErrBatchTooLarge (2101 transaction_too_large): at once when its
+	// mutations alone are, at Commit otherwise; one that wrote nothing
+	// commits whatever it read. See Tx.ApproximateSize.
 	TxnSizeLimit int
 	// MaxWatches caps the watches outstanding at once (Tx.Watch); one set
 	// beyond it fails with ErrTooManyWatches. A watch counts from the

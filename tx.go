@@ -48,8 +48,8 @@ type Tx struct {
 	vsRanges []keyRange
 	ops      []op // mutations in order, for the commit
 	reads    []keyRange
-	wconfl   []keyRange
-	size     int
+	size     int   // of the mutations, as FoundationDB counts them at commit (txsize.go)
+	approx   int   // ApproximateSize
 	err      error // first invalid mutation
 	done     bool
 
@@ -322,6 +322,7 @@ func (r *TxReader) records() bool { return !r.snapshot && !r.tx.readOnly }
 func (r *TxReader) conflict(kr keyRange) {
 	if r.records() {
 		r.tx.reads = append(r.tx.reads, kr)
+		r.tx.approx += rangeSize(kr)
 	}
 }
 
@@ -1140,7 +1141,10 @@ func (tx *Tx) mutation(o op) bool {
 		tx.fail(fmt.Errorf("%w: %d bytes, limit %d", ErrValueTooLarge, len(o.value), tx.db.opts.MaxValueSize))
 		return false
 	}
-	tx.size += len(o.key) + len(o.value) + 16
+	// The mutations alone past the limit fail the transaction at once;
+	// Commit counts the conflict ranges too (checkSize).
+	tx.size += mutationSize(o)
+	tx.approx += approxMutationSize(o)
 	if tx.size > tx.db.opts.TxnSizeLimit {
 		tx.fail(fmt.Errorf("%w: more than %d bytes", ErrBatchTooLarge, tx.db.opts.TxnSizeLimit))
 		return false
@@ -1371,7 +1375,9 @@ func (tx *Tx) AddReadConflictRange(begin, end []byte) {
 		return
 	}
 	if begin, end, ok := cutRange(begin, end); ok {
-		tx.reads = append(tx.reads, keyRange{bytes.Clone(begin), bytes.Clone(end)})
+		r := keyRange{bytes.Clone(begin), bytes.Clone(end)}
+		tx.reads = append(tx.reads, r)
+		tx.approx += rangeSize(r)
 	}
 }
 
@@ -1436,6 +1442,9 @@ func (tx *Tx) Commit() (err error) {
 		return ErrReadOnly
 	}
 	tx.finishOpen()
+	if err := tx.checkSize(); err != nil {
+		return err
+	}
 	req := &txnReq{readVersion: tx.v.version, readTime: tx.v.nowMs, reads: tx.reads, watches: tx.hold.watches}
 	if l := tx.db.opts.TxnLifetime; l > 0 {
 		req.deadline = tx.start.Add(l)

@@ -132,7 +132,8 @@
 //	     profiling_busy (another CPU profile or trace is running)
 //	412  precondition_failed
 //	413  body_too_large (over MaxBodyBytes), value_too_large,
-//	     transaction_too_large (the writes exceed what one commit takes)
+//	     transaction_too_large (the writes, and a transaction's read
+//	     ranges, exceed what one commit takes)
 //	500  internal (a read or write failed; the message leaves out the
 //	     cause, which names the server's files, and the log has it, as
 //	     for writes_stopped and no_space)
