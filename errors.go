@@ -68,6 +68,9 @@ var (
 	// offset outside the key or value of SetVersionstampedKey or
 	// SetVersionstampedValue.
 	ErrInvalidOperation = &Error{Code: 2000, Name: "client_invalid_operation", Msg: "invalid API call"}
+	// ErrRangeLimitsInvalid means a range read's RangeOptions.Limit is
+	// negative.
+	ErrRangeLimitsInvalid = &Error{Code: 2012, Name: "range_limits_invalid", Msg: "range limits not valid"}
 	// ErrInvalidRange means a range's end is before its begin.
 	ErrInvalidRange = &Error{Code: 2005, Name: "inverted_range", Msg: "range begin key larger than end key"}
 	// ErrWritesStopped means an earlier write or fsync failed in a way that

@@ -2,6 +2,7 @@ package caskade
 
 import (
 	"bytes"
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -270,13 +271,26 @@ type KeyValue struct {
 // RangeOptions modify a range read. The zero value (or nil) reads every pair
 // in ascending order.
 type RangeOptions struct {
-	// Limit caps the number of pairs returned; 0 means no limit.
+	// Limit caps the number of pairs returned; 0 means no limit. A
+	// negative limit fails the read with ErrRangeLimitsInvalid (2012
+	// range_limits_invalid), as FoundationDB refuses the row limits below
+	// its own "unlimited" sentinel of -1 (which the Go binding's slice
+	// reads refuse too, with 2210 exact_mode_without_limits): here 0
+	// alone means unlimited.
 	Limit int
 	// Reverse returns pairs in descending key order (the Limit pairs
 	// nearest the end of the range).
 	Reverse bool
 	// KeysOnly skips reading values.
 	KeysOnly bool
+}
+
+// check fails if the options are invalid: a negative Limit.
+func (o *RangeOptions) check() error {
+	if o.Limit < 0 {
+		return fmt.Errorf("%w: limit %d", ErrRangeLimitsInvalid, o.Limit)
+	}
+	return nil
 }
 
 // PrefixEnd returns the smallest key greater than every key with the given
@@ -370,6 +384,9 @@ func (v *view) rangeRead(begin, end []byte, opts *RangeOptions) ([]KeyValue, err
 	if opts != nil {
 		o = *opts
 	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	if end != nil && bytes.Compare(begin, end) > 0 {
 		return nil, ErrInvalidRange
 	}
@@ -380,7 +397,7 @@ func (v *view) rangeRead(begin, end []byte, opts *RangeOptions) ([]KeyValue, err
 	if o.Reverse {
 		ok = it.Last()
 	}
-	for ; ok && (o.Limit <= 0 || len(out) < o.Limit); ok = it.step(o.Reverse) {
+	for ; ok && (o.Limit == 0 || len(out) < o.Limit); ok = it.step(o.Reverse) {
 		kv := KeyValue{Key: bytes.Clone(it.Key())}
 		if kv.Key == nil {
 			kv.Key = []byte{}

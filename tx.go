@@ -753,7 +753,10 @@ func (r *TxReader) newIterator(opts *RangeOptions) *TxIterator {
 		o = *opts
 	}
 	it := &TxIterator{r: *r, opts: o}
-	it.err = r.tx.usable()
+	if it.err = r.tx.usable(); it.err == nil {
+		// Only the read fails, not the transaction, as in FoundationDB.
+		it.err = o.check()
+	}
 	return it
 }
 

@@ -303,3 +303,20 @@ func TestInternalErrorCauseStaysInLog(t *testing.T) {
 		t.Errorf("the log lacks the causes:\n%s", got)
 	}
 }
+
+// A negative limit is refused with a 400 that names the limit, in
+// listings and in txn ranges: the engine refuses one too (caskade's
+// range_limits_invalid), where it once meant no limit.
+func TestNegativeLimit(t *testing.T) {
+	ts := startServer(t)
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/v1/kv?limit=-1", ""},
+		{"POST", "/v1/txn", `{"success":[{"range":{"key":"k","limit":-1}}]}`},
+	} {
+		r := ts.do(t, c.method, c.path, c.body).want(t, 400, "invalid_argument")
+		var e errorBody
+		if err := json.Unmarshal([]byte(r.body), &e); err != nil || !strings.Contains(e.Error.Message, "limit") {
+			t.Errorf("%s %s: error %q does not name the limit (%v)", c.method, c.path, r.body, err)
+		}
+	}
+}

@@ -137,8 +137,11 @@
 //     value1, key2, value2, ... in RESP2 and RESP3 alike (not a map, so
 //     the order is kept), or with KEYSONLY an array of keys. Errors:
 //     "ERR syntax error" for an unknown option, "ERR value is not an
-//     integer or out of range" for a bad LIMIT, "ERR inverted range" if
-//     begin > end (FoundationDB's inverted_range).
+//     integer or out of range" for a LIMIT that is not an integer, "ERR
+//     value is out of range, must be positive" for a negative one (as
+//     Redis replies to a negative ZPOPMIN count; FoundationDB's
+//     range_limits_invalid), "ERR inverted range" if begin > end
+//     (FoundationDB's inverted_range).
 //   - CSK.GETKEY key orequal offset: resolves a FoundationDB key selector
 //     (orequal 0 or 1, then offset keys forward, or back if negative):
 //     firstGreaterOrEqual(k) is "k 0 1", firstGreaterThan(k) "k 1 1",

@@ -18,8 +18,12 @@ import (
 // See doc.go for the commands and their replies.
 
 const (
-	errInvertedRange  = "ERR inverted range"
-	errOrEqual        = "ERR orequal must be 0 or 1"
+	errInvertedRange = "ERR inverted range"
+	errOrEqual       = "ERR orequal must be 0 or 1"
+	// errNegativeLimit is Redis's reply to a negative count where 0 is
+	// allowed (ZPOPMIN, LPOP): a negative LIMIT is not "no limit" (the
+	// engine refuses it, as FoundationDB does, with range_limits_invalid).
+	errNegativeLimit  = "ERR value is out of range, must be positive"
 	errTxNested       = "ERR CSK.BEGIN calls can not be nested"
 	errTxInMulti      = "ERR CSK.BEGIN inside MULTI is not allowed"
 	errMultiInTx      = "ERR MULTI inside CSK.BEGIN is not allowed"
@@ -367,8 +371,12 @@ func (c *client) parseRangeArgs(args [][]byte, bounds, read bool) (rangeArgs, bo
 		case read && more && eqFold(a, "limit"):
 			i++
 			n, ok := parseInt(args[i])
-			if !ok || n < 0 {
+			if !ok {
 				c.replyErr(errNotInt)
+				return ra, false
+			}
+			if n < 0 {
+				c.replyErr(errNegativeLimit)
 				return ra, false
 			}
 			ra.limit = int(min(n, int64(math.MaxInt)))
