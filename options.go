@@ -94,7 +94,9 @@ type Options struct {
 	// MaxKeySize, MaxValueSize and MaxBatchSize bound what a write may
 	// carry: a key's length, a value's length, and the encoded size of one
 	// batch. They default to 64 KiB, 512 MiB and 1 GiB. MaxKeySize is at
-	// most 1 MiB, the longest key the key directory holds.
+	// most 1 MiB, the longest key the key directory holds. Deletes (and
+	// Tx's clears and conflict ranges) are not held to MaxKeySize: a key
+	// written under a larger one can still be deleted.
 	MaxKeySize   int
 	MaxValueSize int
 	MaxBatchSize int

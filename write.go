@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/caskade/caskade/internal/keydir"
 	"github.com/caskade/caskade/internal/record"
 )
 
@@ -53,13 +54,18 @@ func (db *DB) SetEntry(key, value []byte, o SetOptions) error {
 	return db.write1(w)
 }
 
-// Delete removes key. Deleting a missing key is not an error.
+// Delete removes key. Deleting a missing key is not an error. As
+// Tx.Clear, it takes a key longer than Options.MaxKeySize (one written
+// under a larger limit), and does nothing for one longer than any key can
+// be (1 MiB).
 func (db *DB) Delete(key []byte) error {
 	return db.write1(op{kind: opDelete, key: key})
 }
 
 // DeleteRange removes every key in [begin, end); a nil end means to the end
-// of the key space. The deletion is one atomic commit.
+// of the key space. The deletion is one atomic commit. As with
+// Tx.ClearRange, the bounds may be longer than Options.MaxKeySize, and
+// are cut where longer than any key can be.
 func (db *DB) DeleteRange(begin, end []byte) error {
 	if end != nil && bytes.Compare(begin, end) > 0 {
 		return ErrInvalidRange
@@ -112,19 +118,28 @@ func (db *DB) commitChecked(ops []op) (uint64, error) {
 	return db.commit(ops)
 }
 
-// checkOps enforces the size limits before anything is queued.
+// checkOps enforces the size limits before anything is queued. Deletes
+// are held to the limit of keys that can exist, not to MaxKeySize, as
+// Tx.Clear and Tx.ClearRange are: a key over MaxKeySize may have been
+// written under a larger one. A delete of a key longer than any can be
+// is left to find nothing and counts nothing; delete range bounds that
+// long are cut (in ops) as cutRange does.
 func (db *DB) checkOps(ops []op) error {
 	total := 0
 	for i := range ops {
 		o := &ops[i]
-		if len(o.key) > db.opts.MaxKeySize {
+		switch {
+		case o.kind == opDelete:
+			if len(o.key) > keydir.MaxKeyLen {
+				continue
+			}
+		case o.kind == opDeleteRange:
+			o.key, o.value, _ = cutRange(o.key, o.value) // empty once cut: deletes nothing
+		case len(o.key) > db.opts.MaxKeySize:
 			return fmt.Errorf("%w: %d bytes, limit %d", ErrKeyTooLarge, len(o.key), db.opts.MaxKeySize)
 		}
 		if o.kind == opSet && len(o.value) > db.opts.MaxValueSize {
 			return fmt.Errorf("%w: %d bytes, limit %d", ErrValueTooLarge, len(o.value), db.opts.MaxValueSize)
-		}
-		if o.kind == opDeleteRange && len(o.value) > db.opts.MaxKeySize {
-			return fmt.Errorf("%w: %d bytes, limit %d", ErrKeyTooLarge, len(o.value), db.opts.MaxKeySize)
 		}
 		total += record.EncodedSize(o.key, o.value)
 	}
@@ -197,13 +212,15 @@ func (b *Batch) SetWithTTL(key, value []byte, ttl time.Duration) {
 	b.ops = append(b.ops, op{kind: opSet, key: b.keep(key), value: b.keep(value), ttl: ttl})
 }
 
-// Delete adds a deletion of key.
+// Delete adds a deletion of key: as DB.Delete, of a key over
+// Options.MaxKeySize too.
 func (b *Batch) Delete(key []byte) {
 	b.ops = append(b.ops, op{kind: opDelete, key: b.keep(key)})
 }
 
 // DeleteRange adds a deletion of every key in [begin, end); nil end means
-// to the end of the key space.
+// to the end of the key space. As DB.DeleteRange, it takes bounds over
+// Options.MaxKeySize.
 func (b *Batch) DeleteRange(begin, end []byte) {
 	if end != nil && bytes.Compare(begin, end) > 0 && b.err == nil {
 		b.err = ErrInvalidRange
