@@ -55,7 +55,9 @@ func (s KeySelector) String() string {
 // RangeOptions modify a range read. The zero value reads every pair in
 // ascending order.
 type RangeOptions struct {
-	// Limit caps the number of pairs returned; 0 means no limit.
+	// Limit caps the number of pairs returned; 0 means no limit. A
+	// negative limit is sent as it is, and the server refuses it
+	// (caskade: "ERR value is out of range, must be positive").
 	Limit int
 	// Reverse returns pairs in descending key order (the Limit pairs
 	// nearest the end of the range).
@@ -95,7 +97,7 @@ const (
 // a transaction.
 
 func rangeOptArgs(args [][]byte, o RangeOptions) [][]byte {
-	if o.Limit > 0 {
+	if o.Limit != 0 {
 		args = append(args, []byte("LIMIT"), strconv.AppendInt(nil, int64(o.Limit), 10))
 	}
 	if o.Reverse {

@@ -57,6 +57,14 @@ func TestOrderedCommands(t *testing.T) {
 			}
 		}
 
+		// A negative limit is the server's to refuse, not read as none.
+		if _, err := c.Range(ctx, client.RangeArgs{From: []byte("o:"), To: []byte("o;"), Limit: -1}); err == nil {
+			t.Error("Range with limit -1: no error")
+		}
+		if _, err := c.RangeSelect(ctx, client.FirstGreaterOrEqual([]byte("o:")), client.FirstGreaterOrEqual([]byte("o;")), client.RangeOptions{Limit: -3}); err == nil {
+			t.Error("RangeSelect with limit -3: no error")
+		}
+
 		// Key selectors.
 		for _, tc := range []struct {
 			sel  client.KeySelector
