@@ -248,9 +248,11 @@ func TestTimeouts(t *testing.T) {
 		must[[]byte](t)(c.Set(bg, "to", []byte("v"), client.SetArgs{}))
 
 		// A context deadline on a shared connection: the call gives up, the
-		// connection stays in step.
+		// connection stays in step. (The sleep is long so that a loaded
+		// machine cannot hold the caller up until the reply is there too:
+		// the call may then return the reply.)
 		ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
-		_, err := c.Do(ctx, "DEBUG", "SLEEP", "0.2")
+		_, err := c.Do(ctx, "DEBUG", "SLEEP", "1")
 		cancel()
 		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, client.ErrMaybeExecuted) {
 			t.Fatalf("Do past its deadline: %v", err)
