@@ -48,6 +48,10 @@ type Stats struct {
 	LiveBytes, DeadBytes, DiskBytes int64
 	// OpenSnapshots counts open snapshots and iterators.
 	OpenSnapshots int
+	// Watches counts the outstanding watches of transactions (Tx.Watch),
+	// armed or waiting for their transaction's commit, against
+	// Options.MaxWatches.
+	Watches int
 	// Recovery describes what Open found.
 	Recovery RecoveryStats
 	// WriteError is the error that stopped writes, if any.
@@ -130,6 +134,7 @@ func (db *DB) Stats() Stats {
 		ExpiringKeys:  len(db.expiring),
 		Version:       db.version,
 		OpenSnapshots: db.snapshots,
+		Watches:       db.outstandingWatches(),
 		Recovery:      db.recovery,
 		WriteError:    werr,
 		WriteRefused:  refused,

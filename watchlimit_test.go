@@ -16,6 +16,9 @@ func mustWatchCount(t *testing.T, db *DB, want int) {
 	if n := db.outstandingWatches(); n != want {
 		t.Fatalf("%d outstanding watches, want %d", n, want)
 	}
+	if n := db.Stats().Watches; n != want {
+		t.Fatalf("Stats().Watches = %d, want %d", n, want)
+	}
 }
 
 // At most Options.MaxWatches watches are outstanding, armed or not: one

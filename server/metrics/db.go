@@ -11,6 +11,7 @@ type dbCollector struct {
 
 	keys, expiring, live, dead, disk *prometheus.Desc
 	files, snapshots, version        *prometheus.Desc
+	watches                          *prometheus.Desc
 	writesStopped, recovery          *prometheus.Desc
 	writesRefused                    *prometheus.Desc
 	mergeRunning, mergeDone, mergeOf *prometheus.Desc
@@ -46,6 +47,7 @@ func newDBCollector(db *caskade.DB) *dbCollector {
 		disk:          d("disk_bytes", "Bytes of data and hint files on disk, with the space reserved ahead of the active file."),
 		files:         d("data_files", "Data files."),
 		snapshots:     d("open_snapshots", "Open snapshots and iterators."),
+		watches:       d("watches", "Outstanding watches of transactions (Tx.Watch), against Options.MaxWatches."),
 		version:       d("commit_version", "Newest committed version."),
 		writesStopped: d("writes_stopped", "1 if an I/O error stopped writes (the database must be reopened), else 0."),
 		writesRefused: d("writes_refused", "1 while the disk is full: the last write was refused for lack of space and there has been no room for it since, else 0."),
@@ -68,7 +70,7 @@ func newDBCollector(db *caskade.DB) *dbCollector {
 // Describe implements prometheus.Collector.
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.keys, c.expiring, c.live, c.dead, c.disk,
-		c.files, c.snapshots, c.version, c.writesStopped, c.writesRefused, c.recovery,
+		c.files, c.snapshots, c.watches, c.version, c.writesStopped, c.writesRefused, c.recovery,
 		c.mergeRunning, c.mergeDone, c.mergeOf, c.keyBytes, c.keyDead, c.keyCompacts,
 		c.commits, c.groups, c.expired, c.merges, c.mergeFailures, c.lastMerge,
 		c.mergeDuration, c.mergeIn, c.mergeOut, c.mergeRecords, c.syncDuration, c.syncErrors} {
@@ -89,6 +91,7 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.disk, float64(st.DiskBytes))
 	g(c.files, float64(len(st.Files)))
 	g(c.snapshots, float64(st.OpenSnapshots))
+	g(c.watches, float64(st.Watches))
 	g(c.version, float64(st.Version))
 	g(c.writesStopped, b2f(st.WriteError != nil))
 	g(c.writesRefused, b2f(st.WriteRefused != nil))

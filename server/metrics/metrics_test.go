@@ -140,6 +140,7 @@ func TestDBCollectorAndHandler(t *testing.T) {
 	for _, want := range []string{
 		"caskade_db_keys 3\n",
 		"caskade_db_expiring_keys 1\n",
+		"caskade_db_watches 0\n",
 		"caskade_db_writes_stopped 0\n",
 		"caskade_db_merge_running 0\n",
 		"caskade_merge_input_bytes_total 0\n",
