@@ -112,6 +112,21 @@ func noSpaceRedis(err error) bool {
 	return s == "MISCONF Errors writing to the data files: No space left on device (the write was refused; writes resume once there is room)"
 }
 
+// abortedNoSpace reports whether err is the EXECABORT of a transaction
+// whose writes were refused as they were queued, each for lack of space
+// (as Redis refuses writes while it cannot persist).
+func abortedNoSpace(err error, cmds []goredis.Cmder) bool {
+	if !strings.HasPrefix(err.Error(), "EXECABORT ") || len(cmds) == 0 {
+		return false
+	}
+	for _, c := range cmds {
+		if c.Err() == nil || !noSpaceRedis(c.Err()) {
+			return false
+		}
+	}
+	return true
+}
+
 // step sends one write through a random protocol: nil if it was
 // acknowledged or refused for lack of space (which counts in c.full),
 // else what went wrong.
@@ -154,13 +169,14 @@ func (c *fullClient) step(ctx context.Context) error {
 		return nil
 	case 3:
 		w = []fullKV{{c.key(), c.value()}, {c.key(), c.value()}}
-		_, err = c.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		var cmds []goredis.Cmder
+		cmds, err = c.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 			for _, s := range w {
 				p.Set(ctx, s.k, s.v, 0)
 			}
 			return nil
 		})
-		if err != nil && noSpaceRedis(err) {
+		if err != nil && (noSpaceRedis(err) || abortedNoSpace(err, cmds)) {
 			refused, err = true, nil
 		}
 	case 4:

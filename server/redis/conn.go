@@ -682,12 +682,14 @@ func (c *client) dispatch(args [][]byte) {
 		c.reject(cmd, errReservedKey)
 		return
 	}
-	if cmd.name == "ping" {
+	if cmd.name == "ping" || (c.multi != nil && cmd.has(fWrite)) {
 		// As Redis's processCommand: while writes fail (its
 		// deny_write_type, our aof_last_write_status:err), PING gets
 		// the MISCONF error writes get, so that a health check that
-		// pings sees it; queued, it fails the transaction. HELLO,
-		// AUTH, INFO and reads go on.
+		// pings sees it, and so does a write to be queued in MULTI,
+		// which fails the transaction. HELLO, AUTH, INFO and reads go
+		// on. (A write outside MULTI is tried: it fails with the same
+		// error unless there is room again.)
 		if werr := s.DB.WriteStatus(); werr != nil {
 			c.reject(cmd, misconf(storerr.Classify(werr), werr))
 			return

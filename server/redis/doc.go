@@ -290,8 +290,10 @@
 //     in the data files". The server's log has each cause, with its file.
 //     While aof_last_write_status is err, PING gets the same MISCONF
 //     error, as Redis answers it while it cannot persist (in RESP2 and
-//     RESP3; queued in MULTI it aborts the EXEC); HELLO, AUTH, INFO and
-//     reads are answered. A refusal for lack of space lasts until a write
+//     RESP3; queued in MULTI it aborts the EXEC), and so does a write
+//     command sent inside MULTI, which then aborts the EXEC as in Redis
+//     (a write outside MULTI is tried, and gets the error only if it
+//     still fails); HELLO, AUTH, INFO and reads are answered. A refusal for lack of space lasts until a write
 //     goes through or, checked each second, the file system has room for
 //     the refused write again, as Redis retries a failed AOF write each
 //     second.

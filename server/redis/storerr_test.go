@@ -21,7 +21,7 @@ import (
 // refused for lack of space leaves writes going once there is room.
 func TestStorageErrorReplies(t *testing.T) {
 	dir := t.TempDir()
-	efs := errorfs.New(vfs.OS())
+	efs := errorfs.New(vfs.NewMem()) // as in TestInfoLastWriteStatus
 	logs := &wiretest.LogBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	db, err := caskade.Open(dir, &caskade.Options{FS: efs, Sync: caskade.SyncAlways, Logger: logger})
@@ -41,6 +41,9 @@ func TestStorageErrorReplies(t *testing.T) {
 
 	const noSpace = "-MISCONF Errors writing to the data files: No space left on device" +
 		" (the write was refused; writes resume once there is room)\r\n"
+	early := ts.dial()
+	early.do(cmd("MULTI"), "+OK\r\n")
+	early.do(cmd("SET", "m", "1"), "+QUEUED\r\n") // while writes went through
 	efs.Inject(errorfs.OpWrite, syscall.ENOSPC)
 	for _, step := range []struct {
 		what, req string
@@ -60,10 +63,14 @@ func TestStorageErrorReplies(t *testing.T) {
 			}
 		}
 	}
-	// EXEC is refused with the error itself, as Redis refuses it.
+	// An EXEC whose commit is refused gets the error itself, as Redis
+	// refuses EXEC; a write queued while writes fail is refused at once,
+	// and its EXEC aborts, as in Redis.
+	early.do(cmd("EXEC"), noSpace)
 	c.do(cmd("MULTI"), "+OK\r\n")
-	c.do(cmd("SET", "m", "1"), "+QUEUED\r\n")
-	c.do(cmd("EXEC"), noSpace)
+	c.do(cmd("GET", "m"), "+QUEUED\r\n")
+	c.do(cmd("SET", "m", "1"), noSpace)
+	c.do(cmd("EXEC"), "-EXECABORT Transaction discarded because of previous errors.\r\n")
 	if !strings.Contains(logs.String(), dir) || !strings.Contains(logs.String(), "no space left on device") {
 		t.Errorf("the log lacks the cause with its file:\n%s", logs.String())
 	}
@@ -179,6 +186,9 @@ func TestPingWhileWritesFail(t *testing.T) {
 		c.do(cmd("MULTI"), "+OK\r\n")
 		c.do(cmd("PING"), want)
 		c.do(cmd("GET", "k"), "+QUEUED\r\n")
+		c.do(cmd("EXEC"), "-EXECABORT Transaction discarded because of previous errors.\r\n")
+		c.do(cmd("MULTI"), "+OK\r\n")
+		c.do(cmd("INCR", "k"), want) // a write, refused before it is queued
 		c.do(cmd("EXEC"), "-EXECABORT Transaction discarded because of previous errors.\r\n")
 		// Not authenticated: NOAUTH first, as in Redis.
 		anon := ts.dial()
