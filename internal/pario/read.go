@@ -64,6 +64,15 @@ func ReadInto(ctx context.Context, r ReaderAt, buf []byte, off int64, opts Optio
 	}
 	cs := opts.chunkSize()
 	n := chunks(size, cs)
+	if n == 1 {
+		// One chunk: a plain read on this goroutine, without forEach's
+		// context and error plumbing (callers that read many small
+		// pieces, such as record keys, pay for nothing else).
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return readFullAt(r, buf, off)
+	}
 	return forEach(ctx, n, opts.workers(n), func(_ int, i int64) error {
 		at, l := span(i, size, cs)
 		return readFullAt(r, buf[at:at+int64(l)], off+at)

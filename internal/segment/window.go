@@ -3,8 +3,6 @@ package segment
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
-	"io"
 
 	"github.com/caskade/caskade/internal/pario"
 	"github.com/caskade/caskade/internal/record"
@@ -82,31 +80,12 @@ func (w *window) moved(end int64) {
 }
 
 // readChunk is the size of the pieces a window reads in parallel (pario);
-// a read of at most one piece is a plain ReadAt, which spares the many
-// small reads of a record's key (streamHints) pario's setup.
+// a read of at most one piece is a plain ReadAt on the caller's goroutine.
 const readChunk = 1 << 20
 
 // read fills p with the file's bytes from off.
 func (w *window) read(p []byte, off int64) error {
-	if len(p) > readChunk {
-		return pario.ReadInto(context.Background(), w.r, p, off, pario.Options{ChunkSize: readChunk})
-	}
-	for len(p) > 0 {
-		n, err := w.r.ReadAt(p, off)
-		p, off = p[n:], off+int64(n)
-		switch {
-		case len(p) == 0:
-			return nil // io.ReaderAt allows io.EOF with a full read
-		case err == io.EOF:
-			err = io.ErrUnexpectedEOF
-		case err == nil && n == 0:
-			err = io.ErrNoProgress
-		}
-		if err != nil {
-			return fmt.Errorf("segment: read at offset %d: %w", off, err)
-		}
-	}
-	return nil
+	return pario.ReadInto(context.Background(), w.r, p, off, pario.Options{ChunkSize: readChunk})
 }
 
 // rest returns the bytes the window holds from off, which it must hold.
