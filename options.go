@@ -155,7 +155,9 @@ type Options struct {
 	// Tx.Watch call that sets it up until it fires, is cancelled, or its
 	// transaction fails or is rolled back (or dropped and collected). The
 	// default is 10,000 and the largest allowed 1,000,000, as for
-	// FoundationDB's max_watches database option.
+	// FoundationDB's max_watches database option; a negative value allows
+	// none (every watch fails with ErrTooManyWatches), as max_watches 0
+	// does in FoundationDB.
 	MaxWatches int
 	// Logger receives the database's log; nil discards it.
 	Logger *slog.Logger
@@ -190,7 +192,7 @@ func (o *Options) Validate() error {
 		return bad("negative merge limits")
 	case o.TxnLifetime < 0 || o.TxnSizeLimit < 0:
 		return bad("negative transaction limits")
-	case o.MaxWatches < 0 || o.MaxWatches > maxWatchesLimit:
+	case o.MaxWatches > maxWatchesLimit:
 		return bad("MaxWatches %d out of range (at most %d)", o.MaxWatches, maxWatchesLimit)
 	case o.RecoveryWorkers < 0:
 		return bad("negative RecoveryWorkers %d", o.RecoveryWorkers)
@@ -248,8 +250,11 @@ func (o *Options) withDefaults() Options {
 	if c.TxnSizeLimit == 0 {
 		c.TxnSizeLimit = 10_000_000
 	}
-	if c.MaxWatches == 0 {
+	switch {
+	case c.MaxWatches == 0:
 		c.MaxWatches = DefaultMaxWatches
+	case c.MaxWatches < 0:
+		c.MaxWatches = 0 // none
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -1373,6 +1373,10 @@ func cutRange(begin, end []byte) (b, e []byte, ok bool) {
 // FoundationDB's inverted_range; bounds longer than any key can be are
 // cut as ClearRange's are.
 func (tx *Tx) AddReadConflictRange(begin, end []byte) {
+	if tx.done {
+		tx.fail(ErrTransactionDone)
+		return
+	}
 	if end != nil && bytes.Compare(begin, end) > 0 {
 		tx.fail(ErrInvalidRange)
 		return

@@ -35,7 +35,11 @@ func TestTxWritesAfterEndAreReported(t *testing.T) {
 			} else {
 				tx.Rollback()
 			}
+			reads := len(tx.reads)
 			write(tx)
+			if len(tx.reads) != reads || len(tx.ops) != 0 {
+				t.Errorf("%s after %s kept %d read ranges and %d mutations, want %d and none", name, end, len(tx.reads), len(tx.ops), reads)
+			}
 			if _, err := tx.Get([]byte("k")); !errors.Is(err, ErrTransactionDone) {
 				t.Errorf("%s after %s: Get = %v", name, end, err)
 			}

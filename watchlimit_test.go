@@ -92,7 +92,7 @@ func TestMaxWatchesOption(t *testing.T) {
 		n  int
 		ok bool
 	}{
-		{0, true}, {1, true}, {1_000_000, true}, {-1, false}, {1_000_001, false},
+		{0, true}, {1, true}, {1_000_000, true}, {-1, true}, {1_000_001, false},
 	} {
 		err := (&Options{MaxWatches: tc.n}).Validate()
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidOptions)) {
@@ -102,6 +102,28 @@ func TestMaxWatchesOption(t *testing.T) {
 	if got := (&Options{}).withDefaults().MaxWatches; got != 10_000 {
 		t.Errorf("default MaxWatches %d, want 10000 (FoundationDB's)", got)
 	}
+}
+
+// A negative MaxWatches allows no watch, as FoundationDB's max_watches 0
+// does: each fails with too_many_watches, and its transaction goes on.
+func TestNoWatches(t *testing.T) {
+	db := openTest(t, t.TempDir(), &Options{MaxWatches: -1})
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := tx.Watch([]byte("a"))
+	if !watchFired(w) {
+		t.Fatal("a watch with watches disabled is waiting")
+	}
+	if err := w.Wait(context.Background()); !errors.Is(err, ErrTooManyWatches) {
+		t.Fatalf("watch with watches disabled: %v, want %v", err, ErrTooManyWatches)
+	}
+	tx.Set([]byte("a"), []byte("1"))
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("commit after a refused watch: %v", err)
+	}
+	mustWatchCount(t, db, 0)
 }
 
 // Every way a watch can end stops counting it, and only once: after many
