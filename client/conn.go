@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 
 	"github.com/caskade/caskade/resp"
 )
@@ -12,11 +14,12 @@ import (
 // for the low-level pipelining API: Append queues commands, Flush writes
 // them, Receive reads the replies in order, as hiredis offers.
 //
-// The client has no API for RESP3 push data yet: a Conn skips it, so
-// SUBSCRIBE's messages and CLIENT TRACKING's invalidations are never
-// delivered (and under RESP2 a subscribed connection's messages would be
-// taken for replies). Use go-redis or rueidis for pub/sub and client-side
-// caching.
+// RESP3 push data, such as the invalidations of CLIENT TRACKING, reaches
+// a Conn between replies: SetPushHandler receives what arrives while the
+// Conn reads replies, and ReceivePush waits for it while none is owed;
+// without a handler it is dropped. Under RESP2 there is no push data (a
+// subscribed RESP2 connection's messages would be taken for replies:
+// use go-redis or rueidis for pub/sub over RESP2).
 //
 // If the connection breaks, a Conn that never changed connection state is
 // re-dialed before its next command; one that did reports the failure
@@ -122,7 +125,8 @@ func (cn *Conn) Flush(ctx context.Context) error {
 
 // Receive returns the next reply to a command sent with Append, flushing
 // queued commands first. A server error reply is returned as a *Error.
-// RESP3 push data (invalidations) is skipped. It returns ErrNoReply when
+// RESP3 push data read on the way goes to the push handler
+// (SetPushHandler), or is dropped. It returns ErrNoReply when
 // no reply is owed.
 //
 // A failure is a *ConnError, of one of two kinds, told apart by
@@ -155,6 +159,63 @@ func (cn *Conn) Receive(ctx context.Context) (Value, error) {
 		return Value{}, cn.receiveError(err)
 	}
 	return res.val, res.err
+}
+
+// SetPushHandler makes fn receive the RESP3 push messages (for example
+// ["invalidate", [keys...]] of CLIENT TRACKING) that the Conn reads while
+// it waits for replies (in Do, Receive, a pipeline), in the order they
+// arrive, on the goroutine of that call, before it returns. fn must not
+// use the Conn. What ReceivePush returns does not go to fn. nil, the default, drops push data. The handler is the Conn's: it
+// is forgotten when the Conn is closed.
+func (cn *Conn) SetPushHandler(fn func(Value)) { cn.d.onPush = fn }
+
+// ReceivePush waits for the next push message and returns it, for a Conn
+// that owes no reply: a tracking connection between commands, which would
+// otherwise see invalidations only with its next reply. It waits without
+// ReadTimeout, until ctx ends; then it returns the context's error and the
+// connection stays usable. It returns ErrPendingReplies while commands
+// await their replies (their push data goes to the handler), ErrNoPush on
+// a RESP2 connection, and a *ConnError if the connection broke or the
+// server sent something other than push data.
+func (cn *Conn) ReceivePush(ctx context.Context) (Value, error) {
+	if cn.closed {
+		return Value{}, ErrClosed
+	}
+	d := cn.d
+	if d.skip > 0 {
+		// Replies of abandoned calls come first: discard them.
+		if err := d.readReplies(ctx, 0, d.cl.opt.ReadTimeout, nil); err != nil {
+			return Value{}, err
+		}
+	}
+	switch {
+	case d.err != nil:
+		return Value{}, d.err
+	case d.queued > 0 || d.pending > 0:
+		return Value{}, ErrPendingReplies
+	case d.proto < 3:
+		return Value{}, ErrNoPush
+	}
+	stop := d.interrupt(ctx)
+	defer stop()
+	if err := d.armRead(ctx, 0); err != nil {
+		return Value{}, ctx.Err()
+	}
+	k, err := d.rd.PeekKind()
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return Value{}, ioError(ctx, err) // nothing read: still usable
+		}
+		return Value{}, d.broke("read", err, false)
+	}
+	if k != resp.KindPush {
+		return Value{}, d.broke("read", fmt.Errorf("client: a reply (%v) when none was owed", k), false)
+	}
+	v, err := d.rd.ReadValue()
+	if err != nil {
+		return Value{}, d.broke("read", ioError(ctx, err), false)
+	}
+	return own(v), nil
 }
 
 // receiveError is the error of a failed Receive: a *ConnError with Owed

@@ -26,6 +26,8 @@ type dconn struct {
 
 	alive    *aliveChecker // made by checkIdle on first use
 	aliveSet bool
+
+	onPush func(Value) // Conn.SetPushHandler; nil drops push data
 }
 
 var aLongTimeAgo = time.Unix(1, 0)
@@ -79,6 +81,7 @@ func (c *Client) getDconn(ctx context.Context) (*dconn, error) {
 
 // putDconn returns d to the idle pool if it is clean, or closes it.
 func (c *Client) putDconn(d *dconn) {
+	d.onPush = nil
 	if d.err != nil || d.dirty || d.pending > 0 || d.queued > 0 || c.closed.Load() {
 		d.nc.Close()
 		return
@@ -216,10 +219,24 @@ func (d *dconn) next(ctx context.Context) (owed bool, err error) {
 		if k != resp.KindPush || d.proto < 3 {
 			return false, nil
 		}
-		if err := d.rd.SkipValue(); err != nil {
+		if err := d.readPush(); err != nil {
 			return false, d.broke("read", err, true)
 		}
 	}
+}
+
+// readPush reads the push message at the front of the stream and hands it
+// to onPush, or drops it if there is none.
+func (d *dconn) readPush() error {
+	if d.onPush == nil {
+		return d.rd.SkipValue()
+	}
+	v, err := d.rd.ReadValue()
+	if err != nil {
+		return err
+	}
+	d.onPush(own(v))
+	return nil
 }
 
 // readTimeout is the per-reply timeout: ReadTimeout, or none for blocking
@@ -351,6 +368,8 @@ func (d *dconn) redialIfBroken(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	onPush := d.onPush
 	*d = *nd
+	d.onPush = onPush
 	return nil
 }

@@ -33,6 +33,9 @@ var (
 	// ErrNoReply is returned by Conn.Receive when no command awaits a
 	// reply.
 	ErrNoReply = errors.New("client: no command awaits a reply")
+	// ErrNoPush is returned by Conn.ReceivePush on a RESP2 connection,
+	// which carries no push data.
+	ErrNoPush = errors.New("client: push data needs RESP3 (the server refused HELLO 3, or Options.Protocol is 2)")
 	// ErrReplyOwed is matched by errors.Is for a *ConnError of
 	// Conn.Receive whose Owed is set: the wait ended (the context, or
 	// ReadTimeout) before any of the reply was read, so the reply is
