@@ -240,6 +240,7 @@ func (db *DB) takeLock() error {
 type fileResult struct {
 	id       uint32
 	hints    []byte // validated hint file contents: one entry per key, sorted
+	release  func() // ends the use of hints if they are a hint file's (segment.MapAll)
 	info     segment.HintInfo
 	size     int64 // valid length of the data file
 	torn     int64
@@ -317,6 +318,15 @@ func (db *DB) recover() error {
 	}
 	close(next)
 	wg.Wait()
+	defer func() {
+		// Nothing built from the hint files aliases them: the key
+		// directory copies keys into its arena.
+		for _, r := range results {
+			if r.release != nil {
+				r.release()
+			}
+		}
+	}()
 	for _, r := range results {
 		if r.err != nil {
 			return r.err
@@ -342,8 +352,9 @@ func (db *DB) recover() error {
 // needs memory for the hints, not for whole data files; nothing in the
 // result aliases it. The scan packs the records it finds into an index (12
 // bytes and about 11 more than the key per record) from which it builds the
-// hint file. A valid hint file, which the result keeps, is read into a
-// slice of its own.
+// hint file. A valid hint file, which the result keeps until recovery
+// ends, is mapped (segment.MapAll): its pages are the page cache's, not the
+// heap's, and they are released as soon as the key directory is built.
 func (db *DB) recoverFile(id uint32, newest, hasHint bool, scratch *[]byte) fileResult {
 	res := fileResult{id: id}
 	dataPath := filepath.Join(db.dir, segment.DataName(id))
@@ -354,15 +365,19 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool, scratch *[]byte) file
 	}
 	if hasHint {
 		hintPath := filepath.Join(db.dir, segment.HintName(id))
-		b, err := segment.ReadAll(db.fs, hintPath)
+		b, release, err := segment.MapAll(db.fs, hintPath)
 		if err == nil {
 			res.info, err = segment.ReadHints(b, st.Size(), db.lim)
 			if err == nil {
-				res.hints, res.size, res.fromHint = b, st.Size(), true
+				res.hints, res.size, res.fromHint, res.release = b, st.Size(), true, release
 				return res
 			}
 		}
-		if described := hintDataSize(b, db.lim); described > st.Size() {
+		described := hintDataSize(b, db.lim)
+		if release != nil {
+			release()
+		}
+		if described > st.Size() {
 			// A hint file is written once its data file is sealed and
 			// synced at the size it records: a data file shorter than
 			// that lost committed records (a truncated copy, a damaged

@@ -3,10 +3,12 @@ package caskade
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caskade/caskade/internal/record"
 	"github.com/caskade/caskade/internal/segment"
@@ -215,5 +217,64 @@ func TestOpenScanMemoryPerRecord(t *testing.T) {
 		n, scanned, hinted, perRecord)
 	if perRecord >= 70 {
 		t.Fatalf("scanning allocated %d bytes a record more than reading the hint file, want under 70", perRecord)
+	}
+}
+
+// Open reads valid hint files through memory mappings (segment.MapAll),
+// which cost no heap, and releases every one of them before it returns:
+// nothing in the key directory, nor the set of expiring keys, aliases
+// them. (The process's mappings are listed on Linux only.)
+func TestOpenReleasesHintMappings(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc/self/maps")
+	}
+	dir := t.TempDir()
+	opts := &Options{Sync: SyncNone, ExpiryPeriod: -1, MergeInterval: -1, MaxFileSize: 64 << 10}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	for i := range 5000 {
+		k := fmt.Appendf(nil, "key%06d", i)
+		if i%2 == 0 {
+			b.SetWithTTL(k, k, time.Hour)
+		} else {
+			b.Set(k, k)
+		}
+		if b.Len() == 100 { // a commit stays in one file
+			if err := db.Write(&b); err != nil {
+				t.Fatal(err)
+			}
+			b.Reset()
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db = openTest(t, dir, opts)
+	rec := db.Stats().Recovery
+	if rec.Files < 2 || rec.FromHints != rec.Files {
+		t.Fatalf("recovered %d files, %d through hint files; want several, all through hints", rec.Files, rec.FromHints)
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(maps)) {
+		if strings.Contains(line, dir) && strings.HasSuffix(strings.TrimSpace(line), ".hint") {
+			t.Fatalf("a hint file is still mapped after Open: %s", strings.TrimSpace(line))
+		}
+	}
+	for _, i := range []int{0, 1, 2500, 4999} {
+		k := fmt.Appendf(nil, "key%06d", i)
+		v, info, err := db.Lookup(k)
+		if err != nil || !bytes.Equal(v, k) {
+			t.Fatalf("%s after reopening: %q, %v", k, v, err)
+		}
+		if (i%2 == 0) != !info.ExpiresAt.IsZero() {
+			t.Fatalf("%s after reopening: expiry %v", k, info.ExpiresAt)
+		}
 	}
 }

@@ -630,6 +630,30 @@ func grow(scratch *[]byte, n int) []byte {
 // one.
 func (f *File) Close() error { return f.Release() }
 
+// MapAll returns the whole file at path through a read-only memory
+// mapping where the file system allows one, and through ReadAll
+// otherwise. release ends the use of the bytes: it unmaps them (they must
+// not be touched after that) or, for read bytes, does nothing. A mapping
+// costs no heap and no copy, and its pages stay the kernel's to drop, which
+// suits a file read once and in full while something else is built from it
+// (recovery from hint files). The file must not shrink while mapped.
+func MapAll(fs vfs.FS, path string) (b []byte, release func(), err error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && st.Size() > 0 && st.Size() <= math.MaxInt {
+		if m, merr := vfs.Map(f, int(st.Size())); merr == nil {
+			f.Close() // the mapping outlives the descriptor
+			return m, func() { vfs.Unmap(m) }, nil
+		}
+	}
+	f.Close()
+	b, err = ReadAll(fs, path)
+	return b, func() {}, err
+}
+
 // ReadAll reads the whole file at path into memory, with parallel
 // positional reads (pario) for large files. The slice is new and belongs
 // to the caller.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/caskade/caskade/internal/record"
@@ -302,4 +303,89 @@ func BenchmarkBuildHintsFromData(b *testing.B) {
 			}
 		})
 	}
+}
+
+// MapAll maps a file of the OS file system, so that reading it allocates
+// nothing of its size, and reads one of another file system; both give
+// the file's bytes until release.
+func TestMapAll(t *testing.T) {
+	want := bytes.Repeat([]byte("hint bytes "), 100_000) // about 1 MiB
+	osDir := t.TempDir()
+	mem := vfs.NewMem()
+	if err := mem.MkdirAll("/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		fs     vfs.FS
+		dir    string
+		mapped bool
+	}{
+		{"os", vfs.OS(), osDir, canMap(t)},
+		{"mem", mem, "/d", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(tc.dir, "f")
+			f, err := tc.fs.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write(want); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			b, release, err := MapAll(tc.fs, path)
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(b, want) {
+				t.Fatalf("MapAll gave %d bytes, not the file's %d", len(b), len(want))
+			}
+			alloc := after.TotalAlloc - before.TotalAlloc
+			if tc.mapped && alloc >= uint64(len(want))/4 {
+				t.Errorf("mapping a %d-byte file allocated %d bytes", len(want), alloc)
+			}
+			if !tc.mapped && alloc < uint64(len(want)) {
+				t.Errorf("reading a %d-byte file allocated only %d bytes: mapped?", len(want), alloc)
+			}
+			release()
+		})
+	}
+	// An empty file cannot be mapped; it reads as empty.
+	path := filepath.Join(osDir, "empty")
+	f, err := vfs.OS().Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	b, release, err := MapAll(vfs.OS(), path)
+	if err != nil || len(b) != 0 {
+		t.Fatalf("MapAll of an empty file = %d bytes, %v", len(b), err)
+	}
+	release()
+	if _, _, err := MapAll(vfs.OS(), filepath.Join(osDir, "missing")); err == nil {
+		t.Fatal("MapAll of a missing file succeeded")
+	}
+}
+
+// canMap reports whether this platform maps files of the OS file system.
+func canMap(t *testing.T) bool {
+	path := filepath.Join(t.TempDir(), "probe")
+	f, err := vfs.OS().Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := vfs.Map(f, 1)
+	if err != nil {
+		return false
+	}
+	vfs.Unmap(m)
+	return true
 }
