@@ -327,11 +327,20 @@ func (e *roomError) Unwrap() error { return syscall.ENOSPC }
 // drops them (so the file statistics count them apart: fileStat.tomb).
 func (m *merger) carryTombstones() error {
 	var h hintHeap
+	// The output's hints alias the inputs' until finishOutput has written
+	// them: the inputs' are released after it.
+	var releases []func()
+	defer func() {
+		for _, release := range releases {
+			release()
+		}
+	}()
 	for id, f := range m.inputs {
-		b, err := m.db.inputHints(id, f)
+		b, release, err := m.db.inputHints(id, f)
 		if err != nil {
 			return err
 		}
+		releases = append(releases, release)
 		if c := segment.NewHintCursor(b); c.Valid() {
 			h = append(h, &recCursor{HintCursor: c})
 		}
@@ -378,15 +387,19 @@ func (m *merger) carryTombstones() error {
 }
 
 // inputHints returns the hint file contents of sealed file f: its hint
-// file if that is valid, else hints built by scanning it.
-func (db *DB) inputHints(id uint32, f *segment.File) ([]byte, error) {
+// file if that is valid (mapped where the file system allows, so that the
+// inputs' hints cost no heap: segment.MapAll), else hints built by
+// scanning it. release ends the use of the bytes.
+func (db *DB) inputHints(id uint32, f *segment.File) (b []byte, release func(), err error) {
 	hintPath := filepath.Join(db.dir, segment.HintName(id))
-	b, err := segment.ReadAll(db.fs, hintPath)
+	b, release, err = segment.MapAll(db.fs, hintPath)
 	if err == nil {
 		if _, err = segment.ReadHints(b, f.Size(), db.lim); err == nil {
-			return b, nil
+			return b, release, nil
 		}
+		release()
 	}
+	none := func() {}
 	if !errors.Is(err, fs.ErrNotExist) {
 		// As at open: the data file is the truth, and scanning it costs
 		// only time.
@@ -403,15 +416,15 @@ func (db *DB) inputHints(id uint32, f *segment.File) ([]byte, error) {
 		if data != nil {
 			sr, err := segment.ScanData(data, f.Path, segment.ScanSalvage, db.lim)
 			if err != nil {
-				return nil, corruption(err)
+				return nil, nil, corruption(err)
 			}
-			return segment.BuildHints(sr.Hints, f.Size()), nil
+			return segment.BuildHints(sr.Hints, f.Size()), none, nil
 		}
 		_, idx, err := segment.ScanReaderAtIndex(f, f.Size(), f.Path, segment.ScanSalvage, db.lim, nil, nil)
 		if err != nil {
-			return nil, inputError(f, err)
+			return nil, nil, inputError(f, err)
 		}
-		return idx.Build(f.Size()), nil
+		return idx.Build(f.Size()), none, nil
 	}
 	if data != nil {
 		b, err = segment.BuildHintsFromData(data, f.Path, db.lim)
@@ -419,9 +432,9 @@ func (db *DB) inputHints(id uint32, f *segment.File) ([]byte, error) {
 		b, err = segment.BuildHintsFromFile(f, f.Size(), f.Path, db.lim)
 	}
 	if err != nil {
-		return nil, inputError(f, err)
+		return nil, nil, inputError(f, err)
 	}
-	return b, nil
+	return b, none, nil
 }
 
 // inputError is the error of a scan of merge input f: its damage, or a

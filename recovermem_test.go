@@ -147,7 +147,11 @@ func TestMergeInputScanMemory(t *testing.T) {
 			db.mu.RUnlock()
 			var got []byte
 			var err error
-			alloc := allocated(func() { got, err = db.inputHints(1, f) })
+			var release func()
+			alloc := allocated(func() { got, release, err = db.inputHints(1, f) })
+			if release != nil {
+				defer release()
+			}
 			if err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("input's hints: %d bytes (%v), want the %d Open wrote", len(got), err, len(want))
 			}
