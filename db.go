@@ -367,13 +367,19 @@ func (db *DB) recoverFile(id uint32, newest, hasHint bool, scratch *[]byte) file
 		hintPath := filepath.Join(db.dir, segment.HintName(id))
 		b, release, err := segment.MapAll(db.fs, hintPath)
 		if err == nil {
-			res.info, err = segment.ReadHints(b, st.Size(), db.lim)
+			err = segment.ReadingMapped(hintPath, func() (err error) {
+				res.info, err = segment.ReadHints(b, st.Size(), db.lim)
+				return err
+			})
 			if err == nil {
 				res.hints, res.size, res.fromHint, res.release = b, st.Size(), true, release
 				return res
 			}
 		}
-		described := hintDataSize(b, db.lim)
+		var described int64
+		if segment.ReadingMapped(hintPath, func() error { described = hintDataSize(b, db.lim); return nil }) != nil {
+			described = 0 // unreadable: scan the data file
+		}
 		if release != nil {
 			release()
 		}
@@ -639,9 +645,22 @@ func (db *DB) mergeRecovered(results []fileResult) error {
 		if p < len(splits) {
 			hi = splits[p]
 		}
-		wg.Go(func() { out[p] = db.mergePart(results, loaders[p], lo, hi) })
+		wg.Go(func() {
+			// The hints were read whole when they were validated, so a
+			// fault now (a page dropped, then unreadable) is unlikely;
+			// it fails Open rather than the process.
+			out[p].err = segment.ReadingMapped(db.dir, func() error {
+				out[p] = db.mergePart(results, loaders[p], lo, hi)
+				return nil
+			})
+		})
 	}
 	wg.Wait()
+	for _, o := range out {
+		if o.err != nil {
+			return fmt.Errorf("caskade: recover from hint files: %w", o.err)
+		}
+	}
 	for _, o := range out {
 		for id, ls := range o.stats {
 			st := db.fstats[id]
@@ -664,6 +683,7 @@ func (db *DB) mergeRecovered(results []fileResult) error {
 type mergePart struct {
 	stats    map[uint32]*fileStat
 	expiring [][]byte
+	err      error // reading the mapped hints failed
 }
 
 func (p *mergePart) stat(id uint32) *fileStat {

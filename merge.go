@@ -326,6 +326,12 @@ func (e *roomError) Unwrap() error { return syscall.ENOSPC }
 // to outputs of their own, in key order; only a merge of every sealed file
 // drops them (so the file statistics count them apart: fileStat.tomb).
 func (m *merger) carryTombstones() error {
+	// The inputs' hint files are mapped: a fault reading one (an I/O
+	// error) fails the merge rather than the process.
+	return segment.ReadingMapped(m.db.dir, m.carryTombstonesMapped)
+}
+
+func (m *merger) carryTombstonesMapped() error {
 	var h hintHeap
 	// The output's hints alias the inputs' until finishOutput has written
 	// them: the inputs' are released after it.
@@ -394,7 +400,11 @@ func (db *DB) inputHints(id uint32, f *segment.File) (b []byte, release func(), 
 	hintPath := filepath.Join(db.dir, segment.HintName(id))
 	b, release, err = segment.MapAll(db.fs, hintPath)
 	if err == nil {
-		if _, err = segment.ReadHints(b, f.Size(), db.lim); err == nil {
+		err = segment.ReadingMapped(hintPath, func() error {
+			_, err := segment.ReadHints(b, f.Size(), db.lim)
+			return err
+		})
+		if err == nil {
 			return b, release, nil
 		}
 		release()

@@ -389,3 +389,45 @@ func canMap(t *testing.T) bool {
 	vfs.Unmap(m)
 	return true
 }
+
+// A fault reading a mapping (here a file cut short under it) is an error
+// of ReadingMapped, not a crash; any other panic goes on.
+func TestReadingMappedFault(t *testing.T) {
+	if !canMap(t) {
+		t.Skip("no mappings here")
+	}
+	path := filepath.Join(t.TempDir(), "f")
+	f, err := vfs.OS().Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(make([]byte, 3*4096)); err != nil {
+		t.Fatal(err)
+	}
+	b, release, err := MapAll(vfs.OS(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if err := f.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	var sum byte
+	err = ReadingMapped(path, func() error {
+		for _, c := range b {
+			sum += c
+		}
+		return nil
+	})
+	if err == nil {
+		t.Fatal("reading a mapping past the end of its file succeeded")
+	}
+	t.Log(err)
+	defer func() {
+		if r := recover(); r != "not a fault" {
+			t.Fatalf("recovered %v, want the panic to go on", r)
+		}
+	}()
+	ReadingMapped(path, func() error { panic("not a fault") })
+}
