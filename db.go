@@ -649,7 +649,7 @@ func (db *DB) mergeRecovered(results []fileResult) error {
 			// The hints were read whole when they were validated, so a
 			// fault now (a page dropped, then unreadable) is unlikely;
 			// it fails Open rather than the process.
-			out[p].err = segment.ReadingMapped(db.dir, func() error {
+			out[p].err = segment.ReadingMapped("the hint files in "+db.dir, func() error {
 				out[p] = db.mergePart(results, loaders[p], lo, hi)
 				return nil
 			})

@@ -328,7 +328,7 @@ func (e *roomError) Unwrap() error { return syscall.ENOSPC }
 func (m *merger) carryTombstones() error {
 	// The inputs' hint files are mapped: a fault reading one (an I/O
 	// error) fails the merge rather than the process.
-	return segment.ReadingMapped(m.db.dir, m.carryTombstonesMapped)
+	return segment.ReadingMapped("the merge inputs' hint files in "+m.db.dir, m.carryTombstonesMapped)
 }
 
 func (m *merger) carryTombstonesMapped() error {

@@ -165,8 +165,9 @@ func (cn *Conn) Receive(ctx context.Context) (Value, error) {
 // ["invalidate", [keys...]] of CLIENT TRACKING) that the Conn reads while
 // it waits for replies (in Do, Receive, a pipeline), in the order they
 // arrive, on the goroutine of that call, before it returns. fn must not
-// use the Conn. What ReceivePush returns does not go to fn. nil, the default, drops push data. The handler is the Conn's: it
-// is forgotten when the Conn is closed.
+// use the Conn. What ReceivePush returns does not go to fn. nil, the
+// default, drops push data. The handler is the Conn's: it is forgotten
+// when the Conn is closed.
 func (cn *Conn) SetPushHandler(fn func(Value)) { cn.d.onPush = fn }
 
 // ReceivePush waits for the next push message and returns it, for a Conn

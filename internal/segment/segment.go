@@ -654,18 +654,19 @@ func MapAll(fs vfs.FS, path string) (b []byte, release func(), err error) {
 	return b, func() {}, err
 }
 
-// ReadingMapped runs f, which reads bytes mapped from the file at path
-// (MapAll), and turns a memory fault while it runs (SIGBUS: an I/O error
-// reading a page, or the file cut short) into an error, as ReadAll would
-// have returned one, instead of a crash. Other panics go on.
-func ReadingMapped(path string, f func() error) (err error) {
+// ReadingMapped runs f, which reads bytes mapped from what (a file's path,
+// or a description of several files) with MapAll, and turns a memory fault
+// while it runs (SIGBUS: an I/O error reading a page, or the file cut
+// short) into an error, as ReadAll would have returned one, instead of a
+// crash. Other panics go on.
+func ReadingMapped(what string, f func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			if _, fault := r.(interface{ Addr() uintptr }); !fault {
 				panic(r)
 			}
-			err = fmt.Errorf("segment: reading the mapping of %s failed (an I/O error, or the file was cut short): %v", path, r)
+			err = fmt.Errorf("segment: reading the mapping of %s failed (an I/O error, or the file was cut short): %v", what, r)
 		}
 	}()
 	return f()
