@@ -480,8 +480,27 @@ func (t *Tree) searchLeaf(n *node, key []byte) (int, bool) {
 	return lo, lo == near && items.hint(lo) == h && bytes.Equal(k[p:], rest)
 }
 
-// searchInner returns the index of the child that may hold key.
+// searchInner returns the index of the child that may hold key, and asks
+// the processor to load all of that child at once. A search reads a node
+// in steps that each depend on the last (its header, then the middle of
+// its hints, then a quarter...), and in a directory larger than the
+// processor's caches nearly every step below the top levels is a miss:
+// loaded together, the lines of a node cost about one memory latency
+// instead of one per step. The few lines past a leaf's end (nodeLines is
+// an inner node's size) cost bandwidth, not time. At 2M random keys this
+// made BenchmarkProbeRandom about 30% faster.
 func (t *Tree) searchInner(n *node, key []byte) int {
+	i := t.childIndex(n, key)
+	prefetch(unsafe.Pointer(n.kids[i]), nodeLines)
+	return i
+}
+
+// nodeLines is the number of cache lines an inner node spans, the larger
+// of the two kinds.
+const nodeLines = int(unsafe.Sizeof(innerNode{})+63) / 64
+
+// childIndex is searchInner without the prefetch.
+func (t *Tree) childIndex(n *node, key []byte) int {
 	switch outside(n.pfx, key) {
 	case -1:
 		return 0
