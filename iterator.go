@@ -5,6 +5,7 @@ import (
 	"runtime"
 
 	"github.com/caskade/caskade/internal/keydir"
+	"github.com/caskade/caskade/internal/prefetch"
 	"github.com/caskade/caskade/internal/segment"
 )
 
@@ -36,15 +37,14 @@ type Iterator struct {
 	val    []byte
 	buf    []byte        // reused for values
 	file   *segment.File // the file of the last value read
-	// wantValues is set once Value is called: the iterator then touches
-	// records ahead of it (readAhead); ahead counts those left.
+	// wantValues is set once Value is called: the iterator then
+	// prefetches records ahead of it (readAhead); ahead counts those left.
 	wantValues bool
 	ahead      int
 	// near counts the values read in a row whose records lay within
 	// nearRecord bytes of the one read before, in the same file (lastOff).
 	near      int
 	lastOff   int64
-	touched   byte // sum of the bytes touched, so that the loads stay
 	back      bool // the last move was backwards
 	flags     uint32
 	valLoaded bool
@@ -117,16 +117,17 @@ func (i *Iterator) settle(ok, forward bool) bool {
 // must be for readAhead to count them as read in file order.
 const nearRecord = 4 << 10
 
-// readAheadBatch is how many records an iterator that reads values touches
-// at a time ahead of its position.
+// readAheadBatch is how many records an iterator that reads values
+// prefetches at a time ahead of its position.
 const readAheadBatch = 8
 
-// readAhead touches the records of the next few keys in the current leaf
-// once those touched before are used up. Their values are wherever they
-// were written, so a range read meets a cache (and TLB) miss at nearly
-// every record; touching a batch at once, with loads that do not wait for
-// each other, lets the CPU take those misses in parallel, before the
-// records are decoded one by one.
+// readAhead prefetches the records of the next few keys in the current
+// leaf once those prefetched before are used up. Their values are wherever
+// they were written, so a range read meets a cache (and TLB) miss at
+// nearly every record; prefetching a batch at once lets the CPU take
+// those misses in parallel, before the records are decoded one by one. (A
+// prefetch, unlike the load that did this before, holds up nothing while
+// it waits, and cannot fault: a page not yet mapped is left to the read.)
 func (i *Iterator) readAhead(reverse bool) {
 	if i.near >= readAheadBatch {
 		// The records are being read in file order (written in key
@@ -142,7 +143,6 @@ func (i *Iterator) readAhead(reverse bool) {
 	i.ahead = n
 	var m []byte
 	fid := ^uint32(0)
-	sum := i.touched
 	for k := range n {
 		e := &ents[k]
 		if e.FileID != fid {
@@ -152,10 +152,11 @@ func (i *Iterator) readAhead(reverse bool) {
 			}
 		}
 		if e.Offset < int64(len(m)) {
-			sum += m[e.Offset]
+			// Two lines: the header, key and CRC-checked value of a
+			// small record often straddle a line boundary.
+			prefetch.Bytes(m[e.Offset:min(e.Offset+2*prefetch.LineSize, int64(len(m)))])
 		}
 	}
-	i.touched = sum
 }
 
 // First moves to the first key in bounds.

@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/caskade/caskade/internal/prefetch"
 	"github.com/caskade/caskade/internal/record"
 )
 
@@ -491,7 +492,7 @@ func (t *Tree) searchLeaf(n *node, key []byte) (int, bool) {
 // made BenchmarkProbeRandom about 30% faster.
 func (t *Tree) searchInner(n *node, key []byte) int {
 	i := t.childIndex(n, key)
-	prefetch(unsafe.Pointer(n.kids[i]), nodeLines)
+	prefetch.Lines(unsafe.Pointer(n.kids[i]), nodeLines)
 	return i
 }
 

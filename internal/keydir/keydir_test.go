@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"unsafe"
+
+	"github.com/caskade/caskade/internal/prefetch"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed for randomized tests (0: random)")
@@ -617,5 +619,15 @@ func TestLeafFitsItsSizeClass(t *testing.T) {
 	const itemSize = unsafe.Sizeof(uint64(0)) + unsafe.Sizeof(val{}) // a keys word and a val
 	if size := unsafe.Sizeof(leafNode{}); size+itemSize+header <= class {
 		t.Fatalf("a leafNode is %d bytes: another item would fit (raise maxItems)", size)
+	}
+}
+
+// nodeLines, the lines searchInner prefetches, must cover either kind of
+// node.
+func TestNodeLinesCoverNodes(t *testing.T) {
+	for _, size := range []uintptr{unsafe.Sizeof(innerNode{}), unsafe.Sizeof(leafNode{})} {
+		if uintptr(nodeLines*prefetch.LineSize) < size {
+			t.Fatalf("nodeLines %d does not cover a %d-byte node", nodeLines, size)
+		}
 	}
 }

@@ -1,9 +1,9 @@
 #include "textflag.h"
 
-// func prefetch(p unsafe.Pointer, lines int)
-TEXT ·prefetch(SB), NOSPLIT, $0-16
+// func Lines(p unsafe.Pointer, n int)
+TEXT ·Lines(SB), NOSPLIT, $0-16
 	MOVQ p+0(FP), AX
-	MOVQ lines+8(FP), CX
+	MOVQ n+8(FP), CX
 	TESTQ CX, CX
 	JLE done
 loop:
