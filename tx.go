@@ -270,7 +270,15 @@ func (tx *Tx) usableStep() error {
 // lifetime; Commit uses it so that a commit is never late.
 func (tx *Tx) expired() bool {
 	lt := tx.db.opts.TxnLifetime
-	return lt > 0 && tx.db.opts.Now().Sub(tx.start) > lt
+	if lt <= 0 {
+		return false
+	}
+	if tx.db.realClock {
+		// Every read asks: 33 ns here, against 60 for time.Now,
+		// of a random read's 1.3 us.
+		return time.Since(tx.start) > lt
+	}
+	return tx.db.opts.Now().Sub(tx.start) > lt
 }
 
 // Snapshot returns a reader whose reads add no read conflicts: what it

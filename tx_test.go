@@ -1182,3 +1182,32 @@ func testNoOpCommitVersion(t *testing.T, change func(tx *Tx)) {
 		t.Fatalf("%d keys, want 2", n)
 	}
 }
+
+// With the real clock (Options.Now unset), a transaction's age is read
+// from the monotonic clock: reads within the lifetime go through, and
+// reads and the commit after it fail with transaction_too_old.
+func TestTxLifetimeRealClock(t *testing.T) {
+	const lifetime = 50 * time.Millisecond
+	db := openTest(t, t.TempDir(), &Options{TxnLifetime: lifetime, Sync: SyncNone})
+	if !db.realClock {
+		t.Fatal("Options without Now should use the real clock")
+	}
+	mustSet(t, db, "v", "k")
+	tx := mustBegin(t, db)
+	defer tx.Rollback()
+	if _, err := tx.Get([]byte("k")); err != nil {
+		t.Fatalf("a read at once: %v", err)
+	}
+	// Time itself is what must pass here: there is nothing to wait on.
+	time.Sleep(lifetime + 10*time.Millisecond)
+	if _, err := tx.Get([]byte("k")); !errors.Is(err, ErrTransactionTooOld) {
+		t.Fatalf("a read after the lifetime: %v", err)
+	}
+	tx.Set([]byte("k"), []byte("w"))
+	if err := tx.Commit(); !errors.Is(err, ErrTransactionTooOld) {
+		t.Fatalf("a commit after the lifetime: %v", err)
+	}
+	if db2 := openTest(t, t.TempDir(), &Options{Now: time.Now}); db2.realClock {
+		t.Fatal("Options with Now set should use it")
+	}
+}
