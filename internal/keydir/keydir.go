@@ -496,9 +496,9 @@ func (t *Tree) searchInner(n *node, key []byte) int {
 	return i
 }
 
-// nodeLines is the number of cache lines an inner node spans, the larger
-// of the two kinds.
-const nodeLines = int(unsafe.Sizeof(innerNode{})+63) / 64
+// nodeLines is the most cache lines an inner node (the larger kind) can
+// span, wherever in a line it starts.
+const nodeLines = int((unsafe.Sizeof(innerNode{})-1)/prefetch.LineSize + 2)
 
 // childIndex is searchInner without the prefetch.
 func (t *Tree) childIndex(n *node, key []byte) int {

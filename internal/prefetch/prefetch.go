@@ -5,9 +5,10 @@
 // On this project's machines a load that misses every cache and the TLB
 // waits 180-370 ns, and a search through data larger than the caches is a
 // chain of such loads, each needing the last one's result: a B-tree
-// search, then the record it points to. Prefetching whole nodes as soon as
-// their address is known, and the nodes of many searches at once, turns a
-// chain of misses into a few waves.
+// search, then the record it points to. Prefetching a whole node as soon
+// as its address is known turns the misses of a search within it into one
+// wave. (Prefetching for many searches at once gained nothing more: the
+// processor here takes few TLB misses at a time.)
 //
 // A prefetch is only a hint: it changes no memory, never faults (on nil,
 // on an unmapped address, or past the end of an object), and may be
