@@ -144,8 +144,9 @@ type Options struct {
 	// as FoundationDB's), counted as FoundationDB counts it at commit:
 	// each mutation's key and value (a range's bounds) plus 56 bytes, and
 	// each read and write conflict range's bounds plus 32, overlapping and
-	// adjacent ranges merged. Every mutation counts, even one a later
-	// mutation of the same key overwrote. A transaction past it fails
+	// adjacent ranges merged. A mutation that a later set or clear of the
+	// same key (or a clear of a range holding it) replaced counts no
+	// more, and is not committed. A transaction past it fails
 	// with ErrBatchTooLarge (2101 transaction_too_large): at once when its
 	// mutations alone are, at Commit otherwise; one that wrote nothing
 	// commits whatever it read. See Tx.ApproximateSize.

@@ -47,11 +47,15 @@ type Tx struct {
 	// ErrAccessedUnreadable, as in FoundationDB.
 	vsRanges []keyRange
 	ops      []op // mutations in order, for the commit
-	reads    []keyRange
-	size     int   // of the mutations, as FoundationDB counts them at commit (txsize.go)
-	approx   int   // ApproximateSize
-	err      error // first invalid mutation
-	done     bool
+	// dead marks the ops that later ones made irrelevant (supersede): they
+	// are neither committed nor counted in size. nDead counts them.
+	dead   []bool
+	nDead  int
+	reads  []keyRange
+	size   int   // of the mutations, as FoundationDB counts them at commit (txsize.go)
+	approx int   // ApproximateSize
+	err    error // first invalid mutation
+	done   bool
 
 	probe        txWrite  // search key for writes, reused
 	reader       TxReader // the non-snapshot reader behind Tx's own read methods
@@ -73,6 +77,7 @@ type txWrite struct {
 	present bool   // when known
 	value   []byte // when known and present
 	pending []op   // atomic operations on a base value not read yet
+	opIdx   []int  // the live ops of this key in the transaction's ops (supersede)
 	// unreadable: the value holds a versionstamp known only at commit
 	// (SetVersionstampedValue, perhaps with atomic operations after it);
 	// reading it fails with ErrAccessedUnreadable until a Clear (a Set
@@ -1123,15 +1128,48 @@ func (it *TxIterator) Err() error { return it.err }
 
 // write returns the transaction's entry for key, creating it.
 func (tx *Tx) write(key []byte) *txWrite {
-	if w, ok := tx.writes.Get(&txWrite{key: key}); ok {
-		return w
+	w, ok := tx.writes.Get(&txWrite{key: key})
+	if !ok {
+		w = &txWrite{key: bytes.Clone(key)}
+		if tx.cleared(key) {
+			w.known, w.knownAt = true, len(tx.ops) // cleared earlier in this transaction: absent
+		}
+		tx.writes.Set(w)
 	}
-	w := &txWrite{key: bytes.Clone(key)}
-	if tx.cleared(key) {
-		w.known, w.knownAt = true, len(tx.ops) // cleared earlier in this transaction: absent
-	}
-	tx.writes.Set(w)
+	w.opIdx = append(w.opIdx, len(tx.ops)-1) // the mutation just made
 	return w
+}
+
+// supersede marks the live mutations of w's key dead before a set or
+// clear of it (or a clear of a range holding it) replaces them. As in
+// FoundationDB, whose read-your-writes layer keeps one operation stack per
+// key and commits only what is left of it, they are neither committed nor
+// counted in the transaction's size: a key set a thousand times costs as
+// much as one set.
+func (tx *Tx) supersede(w *txWrite) {
+	for _, i := range w.opIdx {
+		if len(tx.dead) < len(tx.ops) {
+			tx.dead = append(tx.dead, make([]bool, len(tx.ops)-len(tx.dead))...)
+		}
+		tx.dead[i] = true
+		tx.nDead++
+		tx.size -= mutationSize(tx.ops[i])
+	}
+	w.opIdx = w.opIdx[:0]
+}
+
+// liveOps returns the mutations to commit: all but the dead ones.
+func (tx *Tx) liveOps() []op {
+	if tx.nDead == 0 {
+		return tx.ops
+	}
+	live := make([]op, 0, len(tx.ops)-tx.nDead)
+	for i, o := range tx.ops {
+		if i >= len(tx.dead) || !tx.dead[i] {
+			live = append(live, o)
+		}
+	}
+	return live
 }
 
 func (tx *Tx) mutation(o op) bool {
@@ -1151,6 +1189,11 @@ func (tx *Tx) mutation(o op) bool {
 	case o.kind != opDeleteRange && o.kind != opWriteConflict && len(o.value) > tx.db.opts.MaxValueSize:
 		tx.fail(fmt.Errorf("%w: %d bytes, limit %d", ErrValueTooLarge, len(o.value), tx.db.opts.MaxValueSize))
 		return false
+	}
+	if o.kind == opSet || o.kind == opDelete {
+		if w, ok := tx.writes.Get(&txWrite{key: o.key}); ok {
+			tx.supersede(w)
+		}
 	}
 	// The mutations alone past the limit fail the transaction at once;
 	// Commit counts the conflict ranges too (checkSize).
@@ -1242,6 +1285,7 @@ func (tx *Tx) ClearRange(begin, end []byte) {
 		if !r.contains(w.key) {
 			return false
 		}
+		tx.supersede(w)
 		w.decide(len(tx.ops))
 		w.known, w.present, w.value, w.pending, w.unreadable = true, false, nil, nil, false
 		return true
@@ -1457,14 +1501,15 @@ func (tx *Tx) Commit() (err error) {
 		return ErrReadOnly
 	}
 	tx.finishOpen()
-	if err := tx.checkSize(); err != nil {
+	ops := tx.liveOps()
+	if err := tx.checkSize(ops); err != nil {
 		return err
 	}
 	req := &txnReq{readVersion: tx.v.version, readTime: tx.v.nowMs, reads: tx.reads, watches: tx.hold.watches}
 	if l := tx.db.opts.TxnLifetime; l > 0 {
 		req.deadline = tx.start.Add(l)
 	}
-	v, err := tx.db.commitFrom(tx.origin, tx.ops, req)
+	v, err := tx.db.commitFrom(tx.origin, ops, req)
 	if err != nil {
 		// Only a commit whose records may have reached the file has an
 		// unknown result; one refused before (writes had stopped already)

@@ -62,14 +62,14 @@ func rangeSize(r keyRange) int { return txRangeOverhead + len(r.begin) + len(r.e
 func (tx *Tx) ApproximateSize() int { return tx.approx }
 
 // checkSize fails the commit, as FoundationDB's does with
-// transaction_too_large, if the mutations with the read and write
+// transaction_too_large, if the mutations to commit (ops) with the read and write
 // conflict ranges, overlapping and adjacent ones merged, are more than
 // Options.TxnSizeLimit bytes. The ranges are merged only when their sum
 // unmerged is over the limit.
-func (tx *Tx) checkSize() error {
+func (tx *Tx) checkSize(ops []op) error {
 	limit := tx.db.opts.TxnSizeLimit
 	size := tx.size
-	for _, o := range tx.ops {
+	for _, o := range ops {
 		switch o.kind {
 		case opWriteConflict, opDeleteRange:
 			size += txRangeOverhead + len(o.key) + len(o.value)
@@ -85,7 +85,7 @@ func (tx *Tx) checkSize() error {
 		return nil
 	}
 	var writes []keyRange
-	for _, o := range tx.ops {
+	for _, o := range ops {
 		if r, ok := writeConflictRange(o); ok {
 			writes = append(writes, r)
 		}
