@@ -41,10 +41,14 @@ type pendingSet struct {
 	start    time.Time
 }
 
-// isSetLine reports whether a command line is a set that may join a run
-// of deferred sets rather than end it.
-func isSetLine(line []byte) bool {
-	return bytes.HasPrefix(line, []byte("set ")) || bytes.HasPrefix(line, []byte("ms "))
+// joinsRun reports whether a command line is a set that may join a run
+// of deferred sets rather than end it, or mn, which reads nothing and
+// whose reply pendingDone keeps after those of the sets before it: a
+// pipeline of quiet sets ended by mn, as clients send them, is committed
+// with those of the other connections of its turn, not on its own.
+func joinsRun(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("set ")) || bytes.HasPrefix(line, []byte("ms ")) ||
+		bytes.HasPrefix(line, []byte("mn\r\n")) || bytes.HasPrefix(line, []byte("mn\n"))
 }
 
 // canDefer reports whether a plain set should join the run: over TCP,

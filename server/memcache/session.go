@@ -252,7 +252,7 @@ func (ss *session) lastIsNoreply() bool {
 // execute runs one command line (with its terminator).
 func (ss *session) execute(line []byte) error {
 	ss.noreply, ss.failed = false, false
-	if ss.pend.n > 0 && !isSetLine(line) {
+	if ss.pend.n > 0 && !joinsRun(line) {
 		ss.commitPending()
 	}
 	// In a pipeline, a command starts when the one before it ended, and

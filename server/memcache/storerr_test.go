@@ -35,6 +35,10 @@ func TestNoSpaceReplies(t *testing.T) {
 	if l := logs.String(); !strings.Contains(l, "/srv/db/") || !strings.Contains(l, "no space left on device") {
 		t.Errorf("the log lacks the cause with its file:\n%s", l)
 	}
+	// Quiet sets ended by mn, committed with mn in their run: a quiet
+	// meta set's failure is reported, before MN; a noreply set's is not.
+	c.do("ms q1 1 q\r\nz\r\nset q2 0 0 1 noreply\r\nz\r\nmn\r\nmg q1 v\r\n", lines(full, "MN", "EN"))
 	efs.Inject(errorfs.OpWrite, nil)
 	c.do("set a 0 0 1\r\nx\r\n", "STORED\r\n")
+	c.do("ms q1 1 q\r\nz\r\nset q2 0 0 1 noreply\r\nz\r\nmn\r\nmg q1 v\r\nmg q2 v\r\n", lines("MN", "VA 1", "z", "VA 1", "z"))
 }
