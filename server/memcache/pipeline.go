@@ -18,10 +18,11 @@ const (
 // were already buffered behind them. They are committed together, each
 // atomically and on its own, as one group commit (caskade.DB.WriteBatches):
 // under --sync always, a pipeline of sets costs one fsync instead of one
-// each. A run ends before any other command (so the connection reads its
-// own writes), whenever replies are flushed, and at maxDeferredSets or
-// maxDeferredBytes; each set's reply then goes where the set was in the
-// output, before the replies of the commands that followed it.
+// each. A run ends before any other command but mn (so the connection
+// reads its own writes), whenever replies are flushed, and at
+// maxDeferredSets or maxDeferredBytes; each set's reply then goes where
+// the set was in the output, before the replies of the commands that
+// followed it.
 type pendingSets struct {
 	batches []*caskade.Batch
 	sets    []pendingSet
