@@ -11,6 +11,16 @@ import (
 // returned.
 func sizedTx(t *testing.T, limit int, do func(tx *Tx)) (mutErr, commitErr error) {
 	t.Helper()
+	_, tx := beginSized(t, limit)
+	do(tx)
+	mutErr = tx.Err()
+	return mutErr, tx.Commit()
+}
+
+// beginSized begins a transaction in a database whose TxnSizeLimit is
+// limit, holding the keys a to e (each "x").
+func beginSized(t *testing.T, limit int) (*DB, *Tx) {
+	t.Helper()
 	db := openTest(t, t.TempDir(), &Options{TxnSizeLimit: limit})
 	for _, k := range []string{"a", "b", "c", "d", "e"} {
 		if err := db.Set([]byte(k), []byte("x")); err != nil {
@@ -21,9 +31,7 @@ func sizedTx(t *testing.T, limit int, do func(tx *Tx)) (mutErr, commitErr error)
 	if err != nil {
 		t.Fatal(err)
 	}
-	do(tx)
-	mutErr = tx.Err()
-	return mutErr, tx.Commit()
+	return db, tx
 }
 
 // A transaction's size is FoundationDB's getSize at commit: each
@@ -184,16 +192,7 @@ func TestTxSizeCountsOnlyLiveMutations(t *testing.T) {
 		}, map[string]string{"e": "2"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			db := openTest(t, t.TempDir(), &Options{TxnSizeLimit: 20_000})
-			for _, k := range []string{"a", "b", "c", "d", "e"} {
-				if err := db.Set([]byte(k), []byte("x")); err != nil {
-					t.Fatal(err)
-				}
-			}
-			tx, err := db.Begin()
-			if err != nil {
-				t.Fatal(err)
-			}
+			db, tx := beginSized(t, 20_000)
 			c.do(tx)
 			if err := tx.Err(); err != nil {
 				t.Fatalf("a mutation failed: %v", err)
