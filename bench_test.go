@@ -257,3 +257,39 @@ func BenchmarkSealStall(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAddIntGroup commits groups of 64 AddInts on random keys of 1M
+// (with one WriteBatches each, as the Redis front end commits a turn of
+// pipelined INCRs): the reads of the current values dominate.
+func BenchmarkAddIntGroup(b *testing.B) {
+	const n = 1_000_000
+	db := benchOpen(b, SyncNone)
+	var batch Batch
+	for i := range n {
+		batch.Set(benchKey(uint64(i)), []byte("12345"))
+		if batch.Len() == 1000 {
+			if err := db.Write(&batch); err != nil {
+				b.Fatal(err)
+			}
+			batch.Reset()
+		}
+	}
+	bs := make([]*Batch, 64)
+	for i := range bs {
+		bs[i] = new(Batch)
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	b.ResetTimer()
+	for b.Loop() {
+		for _, bt := range bs {
+			bt.Reset()
+			bt.AddInt(benchKey(r.Uint64N(n)), 1)
+		}
+		for _, err := range db.WriteBatches(bs) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(bs)), "ns/add")
+}
