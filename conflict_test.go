@@ -151,3 +151,45 @@ func TestGetInClearedRangeNoConflict(t *testing.T) {
 		}
 	}
 }
+
+// A read of an absent key whose length and search hint are those of
+// another key in its leaf conflicts with a write of that key only, not of
+// the other one: the commit's check probes the key directory without
+// reading keys back from memory, and its candidate is another key's.
+func TestConflictBesideACandidate(t *testing.T) {
+	db := openTest(t, t.TempDir(), &Options{Sync: SyncNone, MergeInterval: -1, ExpiryPeriod: -1})
+	for _, k := range []string{"k:aaaX1", "k:bbbX2"} {
+		if err := db.Set([]byte(k), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.mu.RLock()
+	_, ok, verify := db.tree.Probe([]byte("k:aaaZ1"))
+	db.mu.RUnlock()
+	if !ok || !verify {
+		t.Fatalf("Probe of the absent key: ok %v, verify %v; want a candidate", ok, verify)
+	}
+	for _, c := range []struct {
+		write    string
+		conflict bool
+	}{{"k:aaaX1", false}, {"k:aaaZ1", true}} {
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Get([]byte("k:aaaZ1")); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("read: %v", err)
+		}
+		tx.Set([]byte("out"), []byte("1"))
+		if err := db.Set([]byte(c.write), []byte("new")); err != nil {
+			t.Fatal(err)
+		}
+		err = tx.Commit()
+		if got := errors.Is(err, ErrConflict); got != c.conflict {
+			t.Fatalf("after a write of %s: commit %v, want conflict %v", c.write, err, c.conflict)
+		}
+		if err := db.Delete([]byte("k:aaaZ1")); err != nil && !errors.Is(err, ErrNotFound) {
+			t.Fatal(err)
+		}
+	}
+}

@@ -141,3 +141,29 @@ func repeatInBackground(fn func()) (stop func()) {
 	})
 	return func() { close(done); wg.Wait() }
 }
+
+// BenchmarkTxMix is one client of fdbbench's 90/10 workload: transactions
+// of 9 random reads and 1 write over 1M keys, each committed, so that the
+// commit checks the 9 reads for conflicts.
+func BenchmarkTxMix(b *testing.B) {
+	const n = 1_000_000
+	db := loadBench(b, n)
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(1, 1))
+	val := make([]byte, 50)
+	b.ResetTimer()
+	for b.Loop() {
+		err := db.Transact(ctx, func(tx *Tx) error {
+			for range 9 {
+				if _, err := tx.Get(benchKey(r.Uint64N(n))); err != nil {
+					return err
+				}
+			}
+			tx.Set(benchKey(r.Uint64N(n)), val)
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}

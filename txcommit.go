@@ -149,7 +149,18 @@ func (db *DB) txnConflict(t *txnReq, checked prechecked, now int64, overlay map[
 			}
 		}
 		if point {
-			if e, ok := db.tree.Get(r.begin); ok && (e.Version > t.readVersion || expiredSince(e, t.readTime, now)) {
+			changed := func(e keydir.Entry) bool {
+				return e.Version > t.readVersion || expiredSince(e, t.readTime, now)
+			}
+			// Probe, unlike Get, reads no key from the arena (a likely
+			// cache miss in the leader, for every key a transaction read)
+			// when the key's hint is unique in its leaf: its candidate
+			// may then be another key's, which matters only if it changed.
+			e, ok, verify := db.tree.Probe(r.begin)
+			if ok && verify && changed(e) {
+				e, ok = db.tree.Get(r.begin)
+			}
+			if ok && changed(e) {
 				return true
 			}
 			if it, ok := db.hist.deleted.Get(histItem{key: string(r.begin)}); ok && it.changedFor(t.readVersion, t.readTime) {
