@@ -1147,10 +1147,10 @@ func (tx *Tx) write(key []byte) *txWrite {
 // counted in the transaction's size: a key set a thousand times costs as
 // much as one set.
 func (tx *Tx) supersede(w *txWrite) {
+	if len(w.opIdx) > 0 && len(tx.dead) < len(tx.ops) {
+		tx.dead = append(tx.dead, make([]bool, len(tx.ops)-len(tx.dead))...)
+	}
 	for _, i := range w.opIdx {
-		if len(tx.dead) < len(tx.ops) {
-			tx.dead = append(tx.dead, make([]bool, len(tx.ops)-len(tx.dead))...)
-		}
 		tx.dead[i] = true
 		tx.nDead++
 		tx.size -= mutationSize(tx.ops[i])

@@ -126,6 +126,9 @@ func outlived(deadline, now time.Time) bool { return !deadline.IsZero() && now.A
 // checked against the writes after it only (db.pre.recent), and against
 // the first expiry it found in them, not walked.
 func (db *DB) txnConflict(t *txnReq, checked prechecked, now int64, overlay map[string]int, applies []apply, wranges []histRange) bool {
+	changed := func(e keydir.Entry) bool { // since the transaction read
+		return e.Version > t.readVersion || expiredSince(e, t.readTime, now)
+	}
 	for _, r := range t.reads {
 		point := r.point()
 		switch {
@@ -149,9 +152,6 @@ func (db *DB) txnConflict(t *txnReq, checked prechecked, now int64, overlay map[
 			}
 		}
 		if point {
-			changed := func(e keydir.Entry) bool {
-				return e.Version > t.readVersion || expiredSince(e, t.readTime, now)
-			}
 			// Probe, unlike Get, reads no key from the arena (a likely
 			// cache miss in the leader, for every key a transaction read)
 			// when the key's hint is unique in its leaf: its candidate
@@ -176,7 +176,7 @@ func (db *DB) txnConflict(t *txnReq, checked prechecked, now int64, overlay map[
 				if r.end != nil && bytes.Compare(it.Key(), r.end) >= 0 {
 					break
 				}
-				if e := it.Entry(); e.Version > t.readVersion || expiredSince(e, t.readTime, now) {
+				if changed(it.Entry()) {
 					return true
 				}
 			}
