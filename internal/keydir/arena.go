@@ -3,6 +3,9 @@ package keydir
 import (
 	"encoding/binary"
 	"sync"
+	"unsafe"
+
+	"github.com/caskade/caskade/internal/prefetch"
 )
 
 // The arena holds every key's bytes (and, for keys with a TTL, the expiry
@@ -128,6 +131,14 @@ func (a *arena) key(ref uint64) []byte {
 func (a *arena) expiry(ref uint64) int64 {
 	c, off, n := a.locate(ref)
 	return int64(binary.LittleEndian.Uint64(c[off+n:]))
+}
+
+// prefetch prefetches the start of ref's key.
+func (a *arena) prefetch(ref uint64) {
+	c := a.chunk(uint32((ref & refMask) >> (offsetBits + lenBits)))
+	if off := int(ref>>lenBits) & (maxChunk - 1); off < len(c) {
+		prefetch.Lines(unsafe.Pointer(&c[off]), 1)
+	}
 }
 
 func (a *arena) locate(ref uint64) (chunk []byte, off, n int) {
