@@ -330,9 +330,9 @@ func (db *DB) runGroup(group []*commitReq) {
 	// The overlay lets an operation see the changes made before it in the
 	// group; a group of blind sets (a bulk load, say) needs none.
 	var overlay map[string]int // key -> index in applies of its newest change
-	reads, size := groupNeeds(group)
-	if reads && (len(group) > 1 || len(group[0].ops) > 1) {
-		overlay = map[string]int{}
+	reads, size, nops := groupNeeds(group)
+	if reads && (len(group) > 1 || nops > 1) {
+		overlay = make(map[string]int, nops) // sized once: no rehash as it fills
 	}
 	if size > cap(buf) {
 		buf = make([]byte, 0, size)
@@ -606,12 +606,14 @@ func (db *DB) runGroup(group []*commitReq) {
 }
 
 // groupNeeds reports whether any operation of a group reads the state that
-// earlier ones change, and the size of the records of its sets.
-func groupNeeds(group []*commitReq) (reads bool, size int) {
+// earlier ones change, the size of the records of its sets and the number
+// of its operations.
+func groupNeeds(group []*commitReq) (reads bool, size, nops int) {
 	for _, r := range group {
 		if r.txn != nil {
 			reads = true
 		}
+		nops += len(r.ops)
 		for i := range r.ops {
 			switch o := &r.ops[i]; o.kind {
 			case opSet:
@@ -622,7 +624,7 @@ func groupNeeds(group []*commitReq) (reads bool, size int) {
 			}
 		}
 	}
-	return reads, size
+	return reads, size, nops
 }
 
 // undoOverlay points the overlay entries of the keys changed by
