@@ -438,8 +438,15 @@ func (t *Tree) setSep(n *node, i int, ref uint64) {
 // then compares key with the keys of its hint, if any (usually one); it
 // then checks that on the key it stops at.
 func (t *Tree) searchLeaf(n *node, key []byte) (int, bool) {
+	i, found, _ := t.searchLeafPfx(n, key)
+	return i, found
+}
+
+// searchLeafPfx is searchLeaf, also reporting whether key starts with the
+// leaf's prefix (false in an empty leaf).
+func (t *Tree) searchLeafPfx(n *node, key []byte) (i int, found, inPfx bool) {
 	if n.n == 0 {
-		return 0, false
+		return 0, false, false
 	}
 	p := int(n.plen)
 	var rest []byte
@@ -458,7 +465,7 @@ func (t *Tree) searchLeaf(n *node, key []byte) (int, bool) {
 			m := int(uint(lo+hi) >> 1)
 			c := bytes.Compare(t.keyOf(items.ref(m)), key)
 			if c == 0 {
-				return m, true // the usual end of a hit: one key read
+				return m, true, true // the usual end of a hit: one key read
 			}
 			if c < 0 {
 				lo = m + 1
@@ -474,11 +481,11 @@ func (t *Tree) searchLeaf(n *node, key []byte) (int, bool) {
 	k := t.keyOf(items.ref(near))
 	switch outside(k[:p], key) {
 	case -1:
-		return 0, false
+		return 0, false, false
 	case 1:
-		return n.n, false
+		return n.n, false, false
 	}
-	return lo, lo == near && items.hint(lo) == h && bytes.Equal(k[p:], rest)
+	return lo, lo == near && items.hint(lo) == h && bytes.Equal(k[p:], rest), true
 }
 
 // searchInner returns the index of the child that may hold key, and asks
@@ -740,13 +747,17 @@ func (t *Tree) Set(key []byte, e Entry) (old Entry, replaced bool) {
 // returns the new right sibling and the least key under it.
 func (t *Tree) insert(n *node, key []byte, e Entry) (old Entry, replaced bool, right *node, sep uint64) {
 	if n.leaf() {
-		i, found := t.searchLeaf(n, key)
+		i, found, inPfx := t.searchLeafPfx(n, key)
 		if found {
 			return t.replace(n.items(), i, key, e), true, nil, 0
 		}
 		it := item{ref: t.al.put(key, e.Expiry != 0, e.Expiry)}
 		t.pack(&it.v, e)
-		it.hint = t.hintFor(n, key)
+		if inPfx {
+			it.hint = hint24(key[n.plen:]) // the prefix stays: no key to read
+		} else {
+			it.hint = t.hintFor(n, key)
+		}
 		if n.n < maxItems {
 			n.items().move(i+1, n.items(), i, n.n-i)
 			n.items().put(i, it)
