@@ -229,8 +229,9 @@
 // range deletions (FLUSHDB, FLUSHALL, CSK.CLEARRANGE); since the writes of
 // several clients can share one group commit, a key is suppressed only if
 // no other client (or protocol) wrote it in the same group. A key that
-// expires is invalidated when active expiry drops it or, as in Redis, when a read or a scan finds it expired (the reading client's own
-// invalidation then follows the read's reply, as in Redis 7).
+// expires is invalidated when active expiry drops it or, as in Redis, when
+// a read or a scan finds it expired (the reading client's own invalidation
+// then follows the read's reply, as in Redis 7).
 //
 // # Safety
 //
