@@ -62,10 +62,17 @@ func BenchmarkSet(b *testing.B) {
 	}
 }
 
+// loadBench opens a database (SyncNone) holding benchKey(0..n-1), each
+// with a value of 100 zero bytes.
 func loadBench(b *testing.B, n int) *DB {
 	b.Helper()
+	return loadBenchValue(b, n, make([]byte, 100))
+}
+
+// loadBenchValue is loadBench with val as every key's value.
+func loadBenchValue(b *testing.B, n int, val []byte) *DB {
+	b.Helper()
 	db := benchOpen(b, SyncNone)
-	val := make([]byte, 100)
 	var batch Batch
 	for i := range n {
 		batch.Set(benchKey(uint64(i)), val)
@@ -263,17 +270,7 @@ func BenchmarkSealStall(b *testing.B) {
 // pipelined INCRs): the reads of the current values dominate.
 func BenchmarkAddIntGroup(b *testing.B) {
 	const n = 1_000_000
-	db := benchOpen(b, SyncNone)
-	var batch Batch
-	for i := range n {
-		batch.Set(benchKey(uint64(i)), []byte("12345"))
-		if batch.Len() == 1000 {
-			if err := db.Write(&batch); err != nil {
-				b.Fatal(err)
-			}
-			batch.Reset()
-		}
-	}
+	db := loadBenchValue(b, n, []byte("12345"))
 	bs := make([]*Batch, 64)
 	for i := range bs {
 		bs[i] = new(Batch)

@@ -64,8 +64,8 @@ func (tx *Tx) ApproximateSize() int { return tx.approx }
 // checkSize fails the commit, as FoundationDB's does with
 // transaction_too_large, if the mutations to commit (ops) with the read
 // and write conflict ranges, overlapping and adjacent ones merged, are
-// more than Options.TxnSizeLimit bytes. The ranges are merged only when their sum
-// unmerged is over the limit.
+// more than Options.TxnSizeLimit bytes. The ranges are merged only when
+// their sum unmerged is over the limit.
 func (tx *Tx) checkSize(ops []op) error {
 	limit := tx.db.opts.TxnSizeLimit
 	size := tx.size
